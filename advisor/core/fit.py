@@ -1,0 +1,410 @@
+"""Fit the glossary's latency model to a run's samples.
+
+TTFT = overhead + prefill(uncached prompt tokens) at the lowest concurrency (robust fit),
+queue_ms and tpot_ms per (concurrency, prompt length), throughput per concurrency and its knee.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from advisor.core.interpolate import interp_linear
+from advisor.core.samples import Sample
+
+FloatArray = npt.NDArray[np.float64]
+IndexArray = npt.NDArray[np.intp]
+
+HUBER_K = 1.345
+"""Huber threshold in robust standard deviations (95% efficiency on Gaussian noise)."""
+BISQUARE_K = 4.685
+"""Tukey bisquare cut-off (robust SDs) of the final refinement: farther points get weight 0."""
+CURVATURE_P_VALUE = 0.01
+"""A curvature term is kept only when the F-test rejects the straight line at this level."""
+KNEE_SHARE = 0.9
+"""The saturation knee is the lowest concurrency reaching this share of the best throughput."""
+TOKENS_PER_UNIT = 1000.0
+"""Prompt tokens are scaled to thousands inside the fit for a well-conditioned design matrix."""
+
+
+class FitError(ValueError):
+    """The samples cannot support a fit; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class SampleTable:
+    """Usable samples as columns (NaN where a value is unknown), grouped by sweep point.
+
+    A sweep point is (concurrency, target prompt tokens). `rows_by_group[g]` holds the row
+    indices of point `groups[g]`.
+    """
+
+    concurrency: IndexArray
+    prompt_tokens: FloatArray
+    uncached_prompt_tokens: FloatArray
+    ttft_ms: FloatArray
+    e2e_ms: FloatArray
+    tpot_ms: FloatArray
+    output_tokens: FloatArray
+    reasoning_ms: FloatArray
+    connect_ms: FloatArray
+    groups: tuple[tuple[int, int], ...]
+    rows_by_group: tuple[IndexArray, ...]
+    prompt_tokens_estimated: int
+    output_tokens_estimated: int
+
+
+def _tpot_ms(sample: Sample, output_tokens: float) -> float:
+    if sample.tpot_ms is not None:
+        return sample.tpot_ms
+    if sample.ttft_ms is None or sample.e2e_ms is None or not output_tokens >= 2:
+        return math.nan
+    return (sample.e2e_ms - sample.ttft_ms) / (output_tokens - 1)
+
+
+def build_table(samples: Sequence[Sample]) -> SampleTable:
+    """Columns of the usable samples. Missing usage falls back to the targets and is counted."""
+    usable = [s for s in samples if s.usable]
+    if not usable:
+        raise FitError("no successful measured request: nothing to fit")
+    prompt = [float(s.prompt_tokens or s.target_prompt_tokens) for s in usable]
+    cached = [float(s.cached_prompt_tokens or 0) for s in usable]
+    output = [
+        float(s.output_tokens) if s.output_tokens is not None else float(s.target_output_tokens)
+        for s in usable
+    ]
+    keys = [(s.concurrency, s.target_prompt_tokens) for s in usable]
+    groups = tuple(sorted(set(keys)))
+    position = {key: g for g, key in enumerate(groups)}
+    group_of = np.array([position[k] for k in keys], dtype=np.intp)
+    nan = math.nan
+    return SampleTable(
+        concurrency=np.array([s.concurrency for s in usable], dtype=np.intp),
+        prompt_tokens=np.array(prompt),
+        uncached_prompt_tokens=np.maximum(np.array(prompt) - np.array(cached), 0.0),
+        ttft_ms=np.array([s.ttft_ms for s in usable], dtype=np.float64),
+        e2e_ms=np.array([s.e2e_ms for s in usable], dtype=np.float64),
+        tpot_ms=np.array([_tpot_ms(s, n) for s, n in zip(usable, output, strict=True)]),
+        output_tokens=np.array(output),
+        reasoning_ms=np.array(
+            [
+                s.ttfa_ms - s.ttft_ms if s.ttfa_ms is not None and s.ttft_ms is not None else nan
+                for s in usable
+            ]
+        ),
+        connect_ms=np.array([nan if s.connect_ms is None else s.connect_ms for s in usable]),
+        groups=groups,
+        rows_by_group=tuple(np.flatnonzero(group_of == g) for g in range(len(groups))),
+        prompt_tokens_estimated=sum(1 for s in usable if s.prompt_tokens is None),
+        output_tokens_estimated=sum(
+            1 for s in usable if s.output_tokens is None or s.tokens_estimated
+        ),
+    )
+
+
+def resample_groups(
+    rows_by_group: Sequence[IndexArray], rng: np.random.Generator
+) -> tuple[IndexArray, ...]:
+    """A stratified bootstrap resample: each sweep point keeps its own sample count."""
+    return tuple(rng.choice(rows, size=rows.size, replace=True) for rows in rows_by_group)
+
+
+def _robust_scale(residuals: FloatArray) -> float:
+    """Median absolute deviation scaled to a Gaussian standard deviation (same unit)."""
+    return float(1.4826 * np.median(np.abs(residuals - np.median(residuals))))
+
+
+def _irls(
+    design: FloatArray,
+    y: FloatArray,
+    coef: FloatArray,
+    weigh: Callable[[FloatArray], FloatArray],
+    *,
+    iterations: int,
+    fixed_scale: float | None = None,
+) -> tuple[FloatArray, FloatArray, float]:
+    """Iteratively reweighted least squares; `weigh` maps standardised residuals to weights."""
+    weights = np.ones_like(y)
+    scale = fixed_scale if fixed_scale is not None else 0.0
+    for _ in range(iterations):
+        residuals = y - design @ coef
+        if fixed_scale is None:
+            scale = _robust_scale(residuals)
+        if scale <= 1e-9 * (1.0 + float(np.median(np.abs(y)))):
+            break
+        weights = weigh(np.abs(residuals) / scale)
+        root = np.sqrt(weights)
+        updated = np.asarray(
+            np.linalg.lstsq(design * root[:, None], y * root, rcond=None)[0], dtype=np.float64
+        )
+        converged = np.allclose(updated, coef, rtol=1e-7, atol=1e-9)
+        coef = updated
+        if converged:
+            break
+    return coef, weights, scale
+
+
+def _huber_weights(u: FloatArray) -> FloatArray:
+    return np.minimum(1.0, HUBER_K / np.maximum(u, 1e-12))
+
+
+def _bisquare_weights(u: FloatArray) -> FloatArray:
+    return np.where(u < BISQUARE_K, (1.0 - (u / BISQUARE_K) ** 2) ** 2, 0.0)
+
+
+def robust_fit(design: FloatArray, y: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Robust estimate of `y ~ design @ coef`: Huber IRLS, then a Tukey bisquare refinement.
+
+    Returns (coef, weights). Huber gives a unique start; the bisquare step, at the Huber
+    scale, gives zero weight to gross outliers (a TTFT spike several times the typical one),
+    so they do not bias the intercept. Weights are in [0, 1].
+    """
+    start = np.asarray(np.linalg.lstsq(design, y, rcond=None)[0], dtype=np.float64)
+    coef, _, scale = _irls(design, y, start, _huber_weights, iterations=50)
+    if scale <= 0.0:
+        return coef, np.ones_like(y)
+    refined, weights, _ = _irls(
+        design, y, coef, _bisquare_weights, iterations=20, fixed_scale=scale
+    )
+    if float(np.sum(weights > 0)) < design.shape[1] + 1:
+        return coef, np.ones_like(y)
+    return refined, weights
+
+
+def _design(tokens: FloatArray, degree: int) -> FloatArray:
+    x = tokens / TOKENS_PER_UNIT
+    return np.column_stack([x**d for d in range(degree + 1)])
+
+
+@dataclass(frozen=True)
+class PrefillFit:
+    """TTFT at the lowest concurrency: overhead_ms + ms_per_token·P + ms_per_token_sq·P².
+
+    P is uncached prompt tokens. The curvature term is zero unless the data demand it.
+    """
+
+    overhead_ms: float
+    ms_per_token: float
+    ms_per_token_sq: float
+    curvature_p_value: float | None
+    r2: float
+    residual_sd_ms: float
+    n: int
+    outliers: int
+
+    @property
+    def curvature_used(self) -> bool:
+        return self.ms_per_token_sq != 0.0
+
+    def prefill_ms(self, uncached_prompt_tokens: float) -> float:
+        """Fitted prefill time (ms) of that many uncached tokens; never negative."""
+        p = uncached_prompt_tokens
+        return max(self.ms_per_token * p + self.ms_per_token_sq * p * p, 0.0)
+
+
+def _curvature_p_value(design_quad: FloatArray, y: FloatArray, weights: FloatArray) -> float:
+    """Weighted partial F-test p-value of the quadratic column (robust weights of the quad fit).
+
+    Points with weight 0 (rejected outliers) do not count towards the degrees of freedom.
+    """
+    n = int(np.sum(weights > 0))
+    if n <= 3:
+        return 1.0
+    root = np.sqrt(weights)
+    rss = []
+    for columns in (2, 3):
+        a = design_quad[:, :columns] * root[:, None]
+        b = y * root
+        coef = np.linalg.lstsq(a, b, rcond=None)[0]
+        rss.append(float(np.sum((b - a @ coef) ** 2)))
+    rss_line, rss_quad = rss
+    if rss_quad <= 1e-12 * (1.0 + rss_line):
+        return 0.0 if rss_line > 1e-9 else 1.0
+    f = (rss_line - rss_quad) / (rss_quad / (n - 3))
+    return float(stats.f.sf(f, 1, n - 3))
+
+
+def fit_prefill(
+    uncached_prompt_tokens: FloatArray, ttft_ms: FloatArray, *, curvature: bool | None = None
+) -> PrefillFit:
+    """Robust fit of TTFT (ms) against uncached prompt tokens at one concurrency.
+
+    `curvature=None` decides by a partial F-test (kept when p < 0.01 and the term is convex:
+    attention makes prefill grow faster than linearly, never slower); True/False force the
+    choice (the bootstrap reuses the decision taken on the full data).
+    """
+    lengths = np.unique(np.round(uncached_prompt_tokens)).size
+    if ttft_ms.size < 3 or lengths < 2:
+        raise FitError("the TTFT fit needs at least two prompt lengths and three requests")
+    p_value: float | None = None
+    quad: tuple[FloatArray, FloatArray] | None = None
+    if curvature is not False and lengths >= 3 and ttft_ms.size >= 6:
+        design_quad = _design(uncached_prompt_tokens, 2)
+        quad = robust_fit(design_quad, ttft_ms)
+        if curvature is None:
+            p_value = _curvature_p_value(design_quad, ttft_ms, quad[1])
+            quad = quad if p_value < CURVATURE_P_VALUE and quad[0][2] > 0 else None
+    degree = 1 if quad is None else 2
+    design = _design(uncached_prompt_tokens, degree)
+    coef, weights = robust_fit(design, ttft_ms) if quad is None else quad
+    residuals = ttft_ms - design @ coef
+    inliers = weights > 0
+    centred = ttft_ms[inliers] - np.average(ttft_ms[inliers], weights=weights[inliers])
+    total = float(np.sum(weights[inliers] * centred**2))
+    r2 = 1.0 - float(np.sum(weights * residuals**2)) / total if total > 0 else 1.0
+    return PrefillFit(
+        overhead_ms=float(coef[0]),
+        ms_per_token=float(coef[1]) / TOKENS_PER_UNIT,
+        ms_per_token_sq=float(coef[2]) / TOKENS_PER_UNIT**2 if degree == 2 else 0.0,
+        curvature_p_value=p_value,
+        r2=r2,
+        residual_sd_ms=_robust_scale(residuals),
+        n=int(ttft_ms.size),
+        outliers=int(np.sum(~inliers)),
+    )
+
+
+@dataclass(frozen=True)
+class PointStats:
+    """Medians at one sweep point (durations ms, tokens). NaN where unmeasured."""
+
+    concurrency: int
+    target_prompt_tokens: int
+    n: int
+    prompt_tokens: float
+    uncached_prompt_tokens: float
+    ttft_ms: float
+    queue_ms: float
+    tpot_ms: float
+    output_tokens: float
+    e2e_ms: float
+    reasoning_ms: float
+    output_tokens_per_s: float
+
+
+def _nanmedian(values: FloatArray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(np.median(finite)) if finite.size else math.nan
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """The fitted model: a prefill fit plus per-point medians, interpolated on demand.
+
+    Every `*_at` method takes a concurrency and a prompt length in tokens, interpolates in
+    prompt length at each measured concurrency, then across concurrencies.
+    """
+
+    prefill: PrefillFit
+    lowest_concurrency: int
+    points: tuple[PointStats, ...]
+
+    @property
+    def concurrencies(self) -> tuple[int, ...]:
+        return tuple(sorted({p.concurrency for p in self.points}))
+
+    def _surface(self, value: Callable[[PointStats], float], concurrency: float, p: float) -> float:
+        by_concurrency = []
+        for c in self.concurrencies:
+            at_c = [q for q in self.points if q.concurrency == c]
+            by_concurrency.append(
+                interp_linear([q.prompt_tokens for q in at_c], [value(q) for q in at_c], p)
+            )
+        return interp_linear([float(c) for c in self.concurrencies], by_concurrency, concurrency)
+
+    def queue_ms_at(self, concurrency: float, prompt_tokens: float) -> float:
+        """Queueing (ms): TTFT above the lowest-concurrency fit; 0 at or below that concurrency."""
+        if concurrency <= self.lowest_concurrency:
+            return 0.0
+        return max(self._surface(lambda q: q.queue_ms, concurrency, prompt_tokens), 0.0)
+
+    def tpot_ms_at(self, concurrency: float, prompt_tokens: float) -> float:
+        """Time per output token (ms/token) at that concurrency and prompt length."""
+        return max(self._surface(lambda q: q.tpot_ms, concurrency, prompt_tokens), 0.0)
+
+    def reasoning_ms_at(self, concurrency: float, prompt_tokens: float) -> float:
+        """TTFA - TTFT (ms): time spent thinking before the first visible answer token."""
+        value = self._surface(lambda q: q.reasoning_ms, concurrency, prompt_tokens)
+        return max(value, 0.0) if math.isfinite(value) else 0.0
+
+    def output_tokens_per_s_at(self, concurrency: float, prompt_tokens: float) -> float:
+        """Aggregate output tokens/s of a closed loop at that concurrency (Little's law)."""
+        return self._surface(lambda q: q.output_tokens_per_s, concurrency, prompt_tokens)
+
+    def saturation_concurrency(self, prompt_tokens: float) -> int | None:
+        """Lowest measured concurrency with >= 90% of the best throughput, if a higher one
+        was measured too (else no knee was seen: None)."""
+        curve = [(c, self.output_tokens_per_s_at(c, prompt_tokens)) for c in self.concurrencies]
+        curve = [(c, t) for c, t in curve if math.isfinite(t)]
+        if len(curve) < 2:
+            return None
+        best = max(t for _, t in curve)
+        knee = next(c for c, t in curve if t >= KNEE_SHARE * best)
+        return knee if knee < curve[-1][0] else None
+
+
+def fit_latency_model(
+    table: SampleTable,
+    rows_by_group: Sequence[IndexArray] | None = None,
+    *,
+    curvature: bool | None = None,
+) -> LatencyModel:
+    """Fit the model on the table's rows (all of them, or a bootstrap resample of them)."""
+    rows_by_group = table.rows_by_group if rows_by_group is None else rows_by_group
+    lowest = min(c for c, _ in table.groups)
+    low_rows = np.concatenate(
+        [rows for (c, _), rows in zip(table.groups, rows_by_group, strict=True) if c == lowest]
+    )
+    prefill = fit_prefill(
+        table.uncached_prompt_tokens[low_rows], table.ttft_ms[low_rows], curvature=curvature
+    )
+    points = []
+    for (c, target), rows in zip(table.groups, rows_by_group, strict=True):
+        fitted_ttft_ms = prefill.overhead_ms + np.array(
+            [prefill.prefill_ms(p) for p in table.uncached_prompt_tokens[rows]]
+        )
+        output = _nanmedian(table.output_tokens[rows])
+        e2e_mean_ms = float(np.mean(table.e2e_ms[rows]))
+        points.append(
+            PointStats(
+                concurrency=c,
+                target_prompt_tokens=target,
+                n=int(rows.size),
+                prompt_tokens=float(np.median(table.prompt_tokens[rows])),
+                uncached_prompt_tokens=float(np.median(table.uncached_prompt_tokens[rows])),
+                ttft_ms=float(np.median(table.ttft_ms[rows])),
+                queue_ms=0.0 if c == lowest else _nanmedian(table.ttft_ms[rows] - fitted_ttft_ms),
+                tpot_ms=_nanmedian(table.tpot_ms[rows]),
+                output_tokens=output,
+                e2e_ms=e2e_mean_ms,
+                reasoning_ms=_nanmedian(table.reasoning_ms[rows]),
+                output_tokens_per_s=(
+                    c * float(np.mean(table.output_tokens[rows])) / e2e_mean_ms * 1000.0
+                    if e2e_mean_ms > 0
+                    else math.nan
+                ),
+            )
+        )
+    return LatencyModel(prefill=prefill, lowest_concurrency=lowest, points=tuple(points))
+
+
+@dataclass(frozen=True)
+class ConnectionStats:
+    """Connection set-up, reported beside the overhead (it is not part of TTFT)."""
+
+    connect_ms_p50: float | None
+    new_connection_share: float
+
+
+def connection_stats(table: SampleTable) -> ConnectionStats:
+    """p50 of `connect_ms` over requests that opened a connection, and their share."""
+    opened = table.connect_ms[np.isfinite(table.connect_ms)]
+    return ConnectionStats(
+        connect_ms_p50=float(np.median(opened)) if opened.size else None,
+        new_connection_share=float(opened.size / table.connect_ms.size),
+    )
