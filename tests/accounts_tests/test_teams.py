@@ -21,7 +21,7 @@ def _invite(client: Client, world: TeamWorld, role: str) -> str:
         reverse("accounts:invitation_create", args=[world.team.pk]), {"role": role}
     )
     assert response.status_code == 200
-    link = response.context["link"]
+    link: str = response.context["link"]
     assert link.startswith("http://testserver/accounts/invitations/")
     return link.removeprefix("http://testserver")
 

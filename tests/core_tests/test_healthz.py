@@ -59,9 +59,9 @@ def test_broker_down_is_503(client: Client, fresh_heartbeat: WorkerHeartbeat, se
 def test_database_down_is_503(client: Client, db: None) -> None:
     from unittest import mock
 
+    from django.db import connection
     from django.db.utils import OperationalError
 
-    from core import health
 
     class Broken:
         def __enter__(self) -> Broken:
@@ -70,7 +70,7 @@ def test_database_down_is_503(client: Client, db: None) -> None:
         def __exit__(self, *exc: object) -> None:
             return None
 
-    with mock.patch.object(health.connection, "cursor", return_value=Broken()):
+    with mock.patch.object(connection, "cursor", return_value=Broken()):
         response = client.get("/healthz")
     assert response.status_code == 503
     checks = response.json()["checks"]
