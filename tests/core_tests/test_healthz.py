@@ -62,7 +62,6 @@ def test_database_down_is_503(client: Client, db: None) -> None:
     from django.db import connection
     from django.db.utils import OperationalError
 
-
     class Broken:
         def __enter__(self) -> Broken:
             raise OperationalError("connection refused")
