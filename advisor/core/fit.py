@@ -25,7 +25,9 @@ HUBER_K = 1.345
 BISQUARE_K = 4.685
 """Tukey bisquare cut-off (robust SDs) of the final refinement: farther points get weight 0."""
 CURVATURE_P_VALUE = 0.01
-"""A curvature term is kept only when the F-test rejects the straight line at this level."""
+"""A curvature term is kept only when the F-test rejects the straight line at this level..."""
+CURVATURE_MIN_SHARE = 0.05
+"""...and it adds at least this share to the prefill time of the longest measured prompt."""
 KNEE_SHARE = 0.9
 """The saturation knee is the lowest concurrency reaching this share of the best throughput."""
 TOKENS_PER_UNIT = 1000.0
@@ -206,6 +208,11 @@ class PrefillFit:
         p = uncached_prompt_tokens
         return max(self.ms_per_token * p + self.ms_per_token_sq * p * p, 0.0)
 
+    def prefill_ms_array(self, uncached_prompt_tokens: FloatArray) -> FloatArray:
+        """`prefill_ms` of each element (ms)."""
+        p = uncached_prompt_tokens
+        return np.maximum(self.ms_per_token * p + self.ms_per_token_sq * p * p, 0.0)
+
 
 def _curvature_p_value(design_quad: FloatArray, y: FloatArray, weights: FloatArray) -> float:
     """Weighted partial F-test p-value of the quadratic column (robust weights of the quad fit).
@@ -234,9 +241,10 @@ def fit_prefill(
 ) -> PrefillFit:
     """Robust fit of TTFT (ms) against uncached prompt tokens at one concurrency.
 
-    `curvature=None` decides by a partial F-test (kept when p < 0.01 and the term is convex:
-    attention makes prefill grow faster than linearly, never slower); True/False force the
-    choice (the bootstrap reuses the decision taken on the full data).
+    `curvature=None` decides by a partial F-test: the term is kept when p < 0.01, it is convex
+    (attention makes prefill grow faster than linearly, never slower) and it adds at least 5%
+    to the longest prompt's prefill. True/False force the choice (the bootstrap reuses the
+    decision taken on the full data).
     """
     lengths = np.unique(np.round(uncached_prompt_tokens)).size
     if ttft_ms.size < 3 or lengths < 2:
@@ -248,7 +256,10 @@ def fit_prefill(
         quad = robust_fit(design_quad, ttft_ms)
         if curvature is None:
             p_value = _curvature_p_value(design_quad, ttft_ms, quad[1])
-            quad = quad if p_value < CURVATURE_P_VALUE and quad[0][2] > 0 else None
+            x_max = float(np.max(uncached_prompt_tokens)) / TOKENS_PER_UNIT
+            linear_ms, curve_ms = quad[0][1] * x_max, quad[0][2] * x_max**2
+            material = curve_ms > CURVATURE_MIN_SHARE * (abs(linear_ms) + curve_ms)
+            quad = quad if p_value < CURVATURE_P_VALUE and curve_ms > 0 and material else None
     degree = 1 if quad is None else 2
     design = _design(uncached_prompt_tokens, degree)
     coef, weights = robust_fit(design, ttft_ms) if quad is None else quad
@@ -271,7 +282,7 @@ def fit_prefill(
 
 @dataclass(frozen=True)
 class PointStats:
-    """Medians at one sweep point (durations ms, tokens). NaN where unmeasured."""
+    """Trimmed means at one sweep point (durations ms, tokens). NaN where unmeasured."""
 
     concurrency: int
     target_prompt_tokens: int
@@ -287,9 +298,18 @@ class PointStats:
     output_tokens_per_s: float
 
 
-def _nanmedian(values: FloatArray) -> float:
-    finite = values[np.isfinite(values)]
-    return float(np.median(finite)) if finite.size else math.nan
+TRIM_SHARE = 0.1
+"""Per-point averages drop this share at each end: robust to stray requests, yet (unlike the
+median) right for a bimodal queue wait, where half the requests get a slot at once."""
+
+
+def _trimmed_mean(values: FloatArray) -> float:
+    """10%-trimmed mean of the finite values (same unit); NaN when there are none."""
+    finite = np.sort(values[np.isfinite(values)])
+    if not finite.size:
+        return math.nan
+    cut = int(TRIM_SHARE * finite.size)
+    return float(finite[cut : finite.size - cut].mean())
 
 
 @dataclass(frozen=True)
@@ -365,11 +385,11 @@ def fit_latency_model(
     )
     points = []
     for (c, target), rows in zip(table.groups, rows_by_group, strict=True):
-        fitted_ttft_ms = prefill.overhead_ms + np.array(
-            [prefill.prefill_ms(p) for p in table.uncached_prompt_tokens[rows]]
+        fitted_ttft_ms = prefill.overhead_ms + prefill.prefill_ms_array(
+            table.uncached_prompt_tokens[rows]
         )
-        output = _nanmedian(table.output_tokens[rows])
-        e2e_mean_ms = float(np.mean(table.e2e_ms[rows]))
+        output = _trimmed_mean(table.output_tokens[rows])
+        e2e_ms = _trimmed_mean(table.e2e_ms[rows])
         points.append(
             PointStats(
                 concurrency=c,
@@ -377,17 +397,15 @@ def fit_latency_model(
                 n=int(rows.size),
                 prompt_tokens=float(np.median(table.prompt_tokens[rows])),
                 uncached_prompt_tokens=float(np.median(table.uncached_prompt_tokens[rows])),
-                ttft_ms=float(np.median(table.ttft_ms[rows])),
-                queue_ms=0.0 if c == lowest else _nanmedian(table.ttft_ms[rows] - fitted_ttft_ms),
-                tpot_ms=_nanmedian(table.tpot_ms[rows]),
-                output_tokens=output,
-                e2e_ms=e2e_mean_ms,
-                reasoning_ms=_nanmedian(table.reasoning_ms[rows]),
-                output_tokens_per_s=(
-                    c * float(np.mean(table.output_tokens[rows])) / e2e_mean_ms * 1000.0
-                    if e2e_mean_ms > 0
-                    else math.nan
+                ttft_ms=_trimmed_mean(table.ttft_ms[rows]),
+                queue_ms=(
+                    0.0 if c == lowest else _trimmed_mean(table.ttft_ms[rows] - fitted_ttft_ms)
                 ),
+                tpot_ms=_trimmed_mean(table.tpot_ms[rows]),
+                output_tokens=output,
+                e2e_ms=e2e_ms,
+                reasoning_ms=_trimmed_mean(table.reasoning_ms[rows]),
+                output_tokens_per_s=c * output / e2e_ms * 1000.0 if e2e_ms > 0 else math.nan,
             )
         )
     return LatencyModel(prefill=prefill, lowest_concurrency=lowest, points=tuple(points))

@@ -395,21 +395,40 @@ def _speculative_decoding(ctx: LeverContext) -> Estimate | None:
     )
 
 
+def queue_after_scaling_ms(breakdown: Breakdown, concurrency: int, capacity_factor: float) -> float:
+    """Closed-loop queueing (ms) once serving capacity is multiplied by `capacity_factor`.
+
+    A request holds a slot for S = prefill + decode; with c clients each cycling through
+    overhead O, queue Q and S, the slots busy are s = c·S / (O + Q + S) (Little's law).
+    With k·s slots the cycle is c·S / (k·s) when saturated, so Q' = max(0, c·S/(k·s) - O - S).
+    Q' = Q for k = 1, and 0 once k·s slots hold every client.
+    """
+    service_ms = breakdown.prefill_ms + breakdown.decode_ms
+    cycle_ms = breakdown.e2e_ms
+    if service_ms <= 0 or cycle_ms <= 0:
+        return breakdown.queueing_ms
+    busy_slots = concurrency * service_ms / cycle_ms
+    saturated_cycle_ms = concurrency * service_ms / (capacity_factor * busy_slots)
+    return max(saturated_cycle_ms - breakdown.overhead_ms - service_ms, 0.0)
+
+
 def _scale_out(ctx: LeverContext) -> Estimate | None:
     queue_ms = ctx.breakdown.queueing_ms
     if queue_ms <= 0:
         return None
-    half = max(ctx.request.concurrency / 2, ctx.model.lowest_concurrency)
-    remaining_ms = ctx.model.queue_ms_at(half, ctx.request.prompt_tokens)
+    concurrency = ctx.request.concurrency
+    remaining_ms = queue_after_scaling_ms(ctx.breakdown, concurrency, 2.0)
+    service_ms = ctx.breakdown.prefill_ms + ctx.breakdown.decode_ms
     return Estimate(
         saving_ms=queue_ms - remaining_ms,
         how=(
-            "Double the serving capacity (a second replica, more slots or admission control): "
-            f"each replica then sees concurrency {half:g}."
+            "Double the serving capacity (a second replica, or twice the slots if TPOT allows), "
+            "or admit fewer requests at once: requests wait for a free slot."
         ),
         evidence={
             "queue_ms": _r(queue_ms),
-            "queue_ms_at_half_concurrency": _r(remaining_ms),
+            "queue_ms_after_doubling": _r(remaining_ms),
+            "busy_slots": _r(concurrency * service_ms / ctx.breakdown.e2e_ms),
             "queue_ms_by_concurrency": {
                 str(c): _r(ctx.model.queue_ms_at(c, ctx.request.prompt_tokens))
                 for c in ctx.model.concurrencies
