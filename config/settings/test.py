@@ -82,7 +82,10 @@ from config.settings.base import *  # noqa: E402, F403
 from config.settings.base import DATABASES, VAR_DIR  # noqa: E402
 
 if str(DATABASES["default"]["ENGINE"]).endswith("sqlite3"):
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-db-{_run_id}.sqlite3")}
+else:
+    # One test database per run: two runs at once (CI and a developer) never share one.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_phasewise_{_run_id}"}
 # A worker subprocess started by a test reads the database that pytest-django created.
 if os.environ.get("PHASEWISE_TEST_DB_NAME"):
     DATABASES["default"]["NAME"] = os.environ["PHASEWISE_TEST_DB_NAME"]
@@ -92,5 +95,9 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# WhiteNoise serves from the finders in tests; no collectstatic needed.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True
+STATIC_ROOT = VAR_DIR / "test-static"
 SESSION_COOKIE_SECURE = False
 CSRF_COOKIE_SECURE = False
