@@ -25,8 +25,9 @@ class RequestRecord:
     """What really happened to one request. Offsets are ms from `arrival_ns`.
 
     `arrival_ns` is `time.perf_counter_ns()` (CLOCK_MONOTONIC, comparable across processes on
-    one machine) when the server had read the whole request. `queue_ms` runs from arrival (after
-    the simulated network delay) to the step that starts its prefill; `prefill_ms` from there to
+    one machine) when the server had read the whole request. `queue_ms` runs from the hand-off to
+    the engine (after the simulated network round trip and request overhead) to the step that
+    starts its prefill; `prefill_ms` from there to
     the end of the step that produced its first token. `chunk_write_ns` / `chunk_offsets_ms` are
     the actual times each token-carrying chunk was handed to the socket, with its token count in
     `chunk_tokens`.
@@ -43,6 +44,7 @@ class RequestRecord:
     completion_tokens: int = 0
     reasoning_tokens: int = 0
     network_delay_ms: float = 0.0
+    request_overhead_ms: float = 0.0
     queue_ms: float | None = None
     prefill_ms: float | None = None
     headers_offset_ms: float | None = None
@@ -69,7 +71,7 @@ class GroundTruthLog:
     def __init__(self, path: Path | None = None, keep: int = 10_000) -> None:
         self._keep = keep
         self._records: OrderedDict[str, RequestRecord] = OrderedDict()
-        self._file: TextIO | None = path.open("a", buffering=1 << 16) if path else None
+        self._file: TextIO | None = path.open("a", buffering=1) if path else None
 
     def add(self, record: RequestRecord) -> None:
         self._records[record.request_id] = record

@@ -36,6 +36,9 @@ class Profile:
     come first, prompts fill the rest in chunks; 0 prefills each admitted prompt whole.
     `kv_capacity_tokens` of 0 derives the capacity from memory left after the weights.
     `fault_rates` maps a fault kind to the share of requests that meet it.
+    `step_overhead_ms` is the engine's fixed cost per step (scheduling, sampling, launches);
+    `request_overhead_ms` the API server's per request (HTTP, tokenising, hand-off to the
+    engine): the TTFT of an empty prompt on an idle server, before any network round trip.
     """
 
     name: str
@@ -52,6 +55,7 @@ class Profile:
     max_batched_tokens: int = 8192
     kv_capacity_tokens: int = 0
     step_overhead_ms: float = 0.3
+    request_overhead_ms: float = 10.0
     prefix_cache: bool = False
     prefix_cache_tokens: int = 200_000
     draft_model: Model | None = None

@@ -386,11 +386,13 @@ class SimServer:
         fault: Fault | None,
     ) -> web.StreamResponse:
         profile = parsed.profile
-        if profile.network_rtt_ms:
-            # The whole round trip is spent up front: the client sees the same timings as with
-            # half on the way in and half on the way out.
-            record.network_delay_ms = profile.network_rtt_ms * self.time_scale
-            await asyncio.sleep(record.network_delay_ms / 1000.0)
+        # The whole round trip is spent up front: the client sees the same timings as with half
+        # on the way in and half on the way out.
+        record.network_delay_ms = profile.network_rtt_ms * self.time_scale
+        record.request_overhead_ms = profile.request_overhead_ms * self.time_scale
+        front_delay_s = (record.network_delay_ms + record.request_overhead_ms) / 1000.0
+        if front_delay_s > 0:
+            await asyncio.sleep(front_delay_s)
         engine = self.engines[profile.name]
         seq = SimSequence(
             prompt_tokens=len(parsed.prompt),
@@ -699,8 +701,9 @@ class _StreamSink:
             transport.close()
             self._done.set_result(None)
             return
-        transport.write(b"%x\r\n%b\r\n" % (len(payload), payload))
+        # Stamped just before the write, so no client can have the bytes before their stamp.
         write_ns = time.perf_counter_ns()
+        transport.write(b"%x\r\n%b\r\n" % (len(payload), payload))
         self._server.monitor.record((write_ns / 1e9 - due_s) * 1000.0)
         self._record.note_chunk(write_ns, tokens)
         self._chunks_sent += 1

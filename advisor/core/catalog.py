@@ -145,6 +145,15 @@ _HARDWARE: tuple[Hardware, ...] = (
         source="NVIDIA A100 Tensor Core GPU datasheet (80GB SXM column, dense)",
     ),
     Hardware(
+        name="a100-40gb",
+        label="NVIDIA A100 SXM 40GB",
+        kind="gpu",
+        peak_flops_per_s=_tflops(bf16=312.0, fp16=312.0, int8=624.0),
+        hbm_bytes_per_s=1.555 * TERA,
+        memory_bytes=40 * GIGA,
+        source="NVIDIA A100 Tensor Core GPU datasheet (40GB SXM column, dense)",
+    ),
+    Hardware(
         name="l40s",
         label="NVIDIA L40S 48GB",
         kind="gpu",
@@ -211,6 +220,20 @@ _HARDWARE: tuple[Hardware, ...] = (
 _LLAMA_31_SOURCE = "meta-llama/Llama-3.1-{size} config.json and model card (Hugging Face)"
 
 _MODELS: tuple[Model, ...] = (
+    Model(
+        name="qwen2.5-0.5b",
+        label="Qwen2.5 0.5B",
+        hf_id="Qwen/Qwen2.5-0.5B-Instruct",
+        total_params=0.494e9,
+        active_params=0.494e9,
+        layers=24,
+        hidden_size=896,
+        attention_heads=14,
+        kv_heads=2,
+        head_dim=64,
+        context_tokens=32_768,
+        source="Qwen/Qwen2.5-0.5B-Instruct config.json and model card (Hugging Face)",
+    ),
     Model(
         name="llama-3.2-1b",
         label="Llama 3.2 1B",
