@@ -16,7 +16,7 @@ NO_SPEEDUP_RATIO = 0.85  # warm TTFT above this share: no cache (if prefill is l
 MIN_SPEEDUP_MS = 2.0
 MIN_VISIBLE_PREFILL_MS = 20.0  # below this, a cache could not show in TTFT
 
-ProbeSend = Callable[[list[Message], str], Awaitable[RequestRecord]]
+ProbeSend = Callable[[list[Message], str, str], Awaitable[RequestRecord]]
 
 
 def probe_request_count() -> int:
@@ -26,15 +26,15 @@ def probe_request_count() -> int:
 async def probe_cache(
     send: ProbeSend, *, prompt: Sequence[Message], filler_words: int
 ) -> list[RequestRecord]:
-    """Run the probe rounds; `send(messages, purpose)` returns the record of one request."""
+    """Run the probe rounds; `send(messages, purpose, nonce)` returns one request's record."""
     records: list[RequestRecord] = []
     for _ in range(PROBE_ROUNDS):
         nonce = new_nonce()
         messages = build_messages(prompt, nonce=nonce, filler_words=filler_words)
-        records.append(await send(messages, "probe_cold"))
-        records.append(await send(messages, "probe_warm"))
+        records.append(await send(messages, "probe_cold", nonce))
+        records.append(await send(messages, "probe_warm", nonce))
         shared = build_messages(prompt, nonce=nonce, filler_words=filler_words, suffix=new_nonce())
-        records.append(await send(shared, "probe_shared_prefix"))
+        records.append(await send(shared, "probe_shared_prefix", nonce))
     return records
 
 

@@ -54,6 +54,12 @@ REQUEST_METRICS: tuple[Metric, ...] = (
         "string",
     ),
     _m(
+        "nonce",
+        "",
+        "the unique first line of the prompt, to find the request in the server's logs",
+        "string",
+    ),
+    _m(
         "scheduled_s",
         "s from run start",
         "when the request was due: in open loop its Poisson arrival time; in closed loop when "

@@ -24,6 +24,7 @@ class RequestRecord:
     target_output_tokens: int
     warmup: bool = False
     purpose: str = "sweep"
+    nonce: str | None = None
     scheduled_s: float = 0.0
     sent_s: float | None = None
     connect_ms: float | None = None

@@ -215,8 +215,9 @@ class _Bench:
     ) -> int | None:
         """One calibration request (one output token); the server's prompt token count."""
         prompt = self.config.workload.sweep_prompts[prompt_index]
-        messages = build_messages(prompt, nonce=new_nonce(), filler_words=filler_words)
-        record = RequestRecord(1, target, 1, warmup=True, purpose="calibration")
+        nonce = new_nonce()
+        messages = build_messages(prompt, nonce=nonce, filler_words=filler_words)
+        record = RequestRecord(1, target, 1, warmup=True, purpose="calibration", nonce=nonce)
         await self._send(messages, record)
         self._fail_if_unusable(record)
         return record.prompt_tokens
@@ -256,8 +257,9 @@ class _Bench:
         """`ignore_eos` and `min_tokens` when the endpoint accepts them (it answers 400 if not)."""
         controls = {"ignore_eos": True, "min_tokens": 1}
         prompt = self.config.workload.sweep_prompts[0]
-        messages = build_messages(prompt, nonce=new_nonce(), filler_words=0)
-        record = RequestRecord(1, 0, 1, warmup=True, purpose="calibration")
+        nonce = new_nonce()
+        messages = build_messages(prompt, nonce=nonce, filler_words=0)
+        record = RequestRecord(1, 0, 1, warmup=True, purpose="calibration", nonce=nonce)
         await self._send(messages, record, controls=controls)
         if record.http_status in (400, 422):
             return {}
@@ -272,12 +274,14 @@ class _Bench:
         async def send(request_index: int, warmup: bool, scheduled_ns: int) -> None:
             prompt_index = request_index % len(prompts)
             words = self.calibration.filler_words(prompt_index, point.target_prompt_tokens)
-            messages = build_messages(prompts[prompt_index], nonce=new_nonce(), filler_words=words)
+            nonce = new_nonce()
+            messages = build_messages(prompts[prompt_index], nonce=nonce, filler_words=words)
             record = RequestRecord(
                 point.concurrency,
                 point.target_prompt_tokens,
                 point.target_output_tokens,
                 warmup=warmup,
+                nonce=nonce,
             )
             point_records.append(record)
             await self._send(messages, record, scheduled_ns=scheduled_ns)
@@ -306,8 +310,8 @@ class _Bench:
     async def _probe(self) -> None:
         target = self.config.plan.probe_prompt_tokens()
 
-        async def send(messages: list[Message], purpose: str) -> RequestRecord:
-            record = RequestRecord(1, target, 1, purpose=purpose)
+        async def send(messages: list[Message], purpose: str, nonce: str) -> RequestRecord:
+            record = RequestRecord(1, target, 1, purpose=purpose, nonce=nonce)
             return await self._send(messages, record)
 
         records = await cacheprobe.probe_cache(
