@@ -155,3 +155,19 @@ class TestCelery:
         assert settings.CELERY_QUEUE_DEFAULT.startswith("test-")
         prefix = app.conf.broker_transport_options["global_keyprefix"]
         assert prefix.startswith("phasewise-test-")
+
+
+@pytest.mark.parametrize("command", ["bench", "simulate"])
+def test_django_free_commands_run_on_a_fresh_clone(command: str, tmp_path: Path) -> None:
+    """No secrets, no database: `manage.py bench --help` works with an empty environment."""
+    result = subprocess.run(
+        [sys.executable, "manage.py", command, "--help"],
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"], "PHASEWISE_VAR_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--" in result.stdout
+    assert not (tmp_path / "dev-secrets").exists()
