@@ -10,5 +10,6 @@ app_name = "core"
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("glossary/", views.glossary, name="glossary"),
     path("healthz", views.healthz, name="healthz"),
 ]

@@ -21,6 +21,23 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, "core/dashboard.html", {"memberships": memberships})
 
 
+@login_required
+def glossary(request: HttpRequest) -> HttpResponse:
+    """Every metric's name, unit and definition, from the harness's metric data."""
+    from benchmarks.harness.metrics import REPORT_SECTIONS, REQUEST_METRICS
+
+    sections = [
+        ("Per request", "What the harness records for every request it sends.", REQUEST_METRICS),
+        (
+            "Per sweep point",
+            "One entry per prompt length x output length x concurrency; percentiles are over "
+            "successful requests only.",
+            REPORT_SECTIONS["points[]"],
+        ),
+    ]
+    return render(request, "core/glossary.html", {"sections": sections})
+
+
 @require_GET
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:

@@ -51,6 +51,7 @@ def _viewer_membership(world: TeamWorld) -> dict[str, Any]:
 SPECS: dict[str, Spec] = {
     "core:dashboard": Spec("user"),
     "core:healthz": Spec("public", ok=frozenset({200, 503})),
+    "core:glossary": Spec("user"),
     "accounts:login": Spec("public"),
     "accounts:logout": Spec("public", method="post"),
     "accounts:password_change": Spec("user"),
