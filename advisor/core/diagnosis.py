@@ -95,14 +95,17 @@ def predict(
 ) -> Breakdown:
     """The latency model's prediction for one request (ms).
 
-    overhead + queue(c, P) + prefill(P - cached) + (N - 1) * tpot(c, P).
+    overhead + queue(c, P, S) + prefill(P - cached) + (N - 1) * tpot(c, P), where the queue
+    is rescaled to this request's own slot time S = prefill + decode.
     """
     tpot_ms = model.tpot_ms_at(concurrency, prompt_tokens)
+    prefill_ms = model.prefill.prefill_ms(max(prompt_tokens - cached_tokens, 0.0))
+    decode_ms = max(output_tokens - 1.0, 0.0) * tpot_ms
     return Breakdown(
         overhead_ms=max(model.prefill.overhead_ms, 0.0),
-        queueing_ms=model.queue_ms_at(concurrency, prompt_tokens),
-        prefill_ms=model.prefill.prefill_ms(max(prompt_tokens - cached_tokens, 0.0)),
-        decode_ms=max(output_tokens - 1.0, 0.0) * tpot_ms,
+        queueing_ms=model.queue_ms_at(concurrency, prompt_tokens, prefill_ms + decode_ms),
+        prefill_ms=prefill_ms,
+        decode_ms=decode_ms,
         tpot_ms=tpot_ms,
         reasoning_ms=model.reasoning_ms_at(concurrency, prompt_tokens),
     )

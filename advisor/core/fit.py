@@ -312,6 +312,24 @@ def _trimmed_mean(values: FloatArray) -> float:
     return float(finite[cut : finite.size - cut].mean())
 
 
+def busy_slots(concurrency: float, service_ms: float, cycle_ms: float) -> float:
+    """Slots in use (Little's law): c clients each holding one for `service_ms` per cycle."""
+    return concurrency * service_ms / cycle_ms if cycle_ms > 0 else math.inf
+
+
+def closed_loop_queue_ms(
+    concurrency: float, service_ms: float, overhead_ms: float, slots: float
+) -> float:
+    """Wait for a slot (ms) in a saturated closed loop: c clients, `slots` servers.
+
+    A request holds a slot for S (prefill + decode) and spends O outside it (overhead); once
+    saturated a cycle lasts c·S / slots, so the wait is max(0, c·S/slots - O - S).
+    """
+    if slots <= 0 or not math.isfinite(slots):
+        return 0.0
+    return max(concurrency * service_ms / slots - overhead_ms - service_ms, 0.0)
+
+
 @dataclass(frozen=True)
 class LatencyModel:
     """The fitted model: a prefill fit plus per-point medians, interpolated on demand.
@@ -337,11 +355,43 @@ class LatencyModel:
             )
         return interp_linear([float(c) for c in self.concurrencies], by_concurrency, concurrency)
 
-    def queue_ms_at(self, concurrency: float, prompt_tokens: float) -> float:
-        """Queueing (ms): TTFT above the lowest-concurrency fit; 0 at or below that concurrency."""
+    def queue_ms_at(
+        self, concurrency: float, prompt_tokens: float, service_ms: float | None = None
+    ) -> float:
+        """Queueing (ms): TTFT above the lowest-concurrency fit; 0 at or below that concurrency.
+
+        Between a measured concurrency and a higher one that queues, the wait follows a closed
+        loop with the capacity seen there (`closed_loop_queue_ms`): 0 until the slots fill, then
+        linear; elsewhere it is interpolated linearly. With `service_ms` (the time the caller's
+        request holds a slot: prefill + decode), the wait is rescaled from the sweep's requests
+        to that request at the same capacity: a longer answer keeps slots busy longer.
+        """
         if concurrency <= self.lowest_concurrency:
             return 0.0
-        return max(self._surface(lambda q: q.queue_ms, concurrency, prompt_tokens), 0.0)
+        overhead_ms = max(self.prefill.overhead_ms, 0.0)
+        measured = [float(c) for c in self.concurrencies]
+        queues = [self._surface(lambda q: q.queue_ms, c, prompt_tokens) for c in measured]
+        services = [
+            self._surface(lambda q: q.e2e_ms, c, prompt_tokens) - overhead_ms - max(queue, 0.0)
+            for c, queue in zip(measured, queues, strict=True)
+        ]
+        upper = next((i for i, c in enumerate(measured) if c >= concurrency), None)
+        if upper is None or measured[upper] == concurrency or queues[upper] <= 0:
+            sweep_queue_ms = max(interp_linear(measured, queues, concurrency), 0.0)
+            sweep_service_ms = interp_linear(measured, services, concurrency)
+        else:
+            pair = slice(upper - 1, upper + 1)
+            slots = busy_slots(
+                measured[upper], services[upper], services[upper] + overhead_ms + queues[upper]
+            )
+            sweep_service_ms = interp_linear(measured[pair], services[pair], concurrency)
+            sweep_queue_ms = closed_loop_queue_ms(concurrency, sweep_service_ms, overhead_ms, slots)
+        if service_ms is None or sweep_queue_ms <= 0:
+            return sweep_queue_ms
+        slots = busy_slots(
+            concurrency, sweep_service_ms, sweep_service_ms + overhead_ms + sweep_queue_ms
+        )
+        return closed_loop_queue_ms(concurrency, service_ms, overhead_ms, slots)
 
     def tpot_ms_at(self, concurrency: float, prompt_tokens: float) -> float:
         """Time per output token (ms/token) at that concurrency and prompt length."""

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from advisor.core import roofline
 from advisor.core.catalog import MODELS, Model, WeightDtype
 from advisor.core.diagnosis import Breakdown, predict
-from advisor.core.fit import LatencyModel
+from advisor.core.fit import LatencyModel, busy_slots, closed_loop_queue_ms
 from advisor.core.limits import Target, min_tpot_ms
 from advisor.core.samples import CacheProbe, Slo
 from advisor.core.workload import TypicalRequest
@@ -137,6 +137,43 @@ def _r(value: float) -> float:
     return round(value, 3)
 
 
+def service_ms(breakdown: Breakdown) -> float:
+    """Time a request holds a server slot (ms): prefill plus decode."""
+    return breakdown.prefill_ms + breakdown.decode_ms
+
+
+def capacity_slots(ctx: LeverContext) -> float:
+    """Slots busy at the workload's concurrency; the server's capacity when it queues."""
+    b = ctx.breakdown
+    return busy_slots(ctx.request.concurrency, service_ms(b), b.e2e_ms)
+
+
+def e2e_saving_ms(
+    ctx: LeverContext,
+    *,
+    service_saving_ms: float = 0.0,
+    overhead_saving_ms: float = 0.0,
+    capacity_factor: float = 1.0,
+) -> float:
+    """E2E saving (ms) of a change, queueing included, in the closed loop that was measured.
+
+    With a queue, a shorter service also shortens everyone's wait, and a shorter overhead only
+    moves the wait (the slots stay full): the new wait is `closed_loop_queue_ms` at the new
+    service time, overhead and capacity. Without a queue the saving is the direct one.
+    """
+    b = ctx.breakdown
+    direct_ms = service_saving_ms + overhead_saving_ms
+    if b.queueing_ms <= 0 and capacity_factor == 1.0:
+        return direct_ms
+    new_queue_ms = closed_loop_queue_ms(
+        ctx.request.concurrency,
+        service_ms(b) - service_saving_ms,
+        b.overhead_ms - overhead_saving_ms,
+        capacity_factor * capacity_slots(ctx),
+    )
+    return direct_ms + b.queueing_ms - new_queue_ms
+
+
 def _prefill_saving_ms(ctx: LeverContext, removed_tokens: float) -> float:
     uncached = max(ctx.request.prompt_tokens - ctx.cached_tokens, 0)
     fit = ctx.model.prefill
@@ -154,7 +191,7 @@ def _prompt_caching(ctx: LeverContext) -> Estimate | None:
         return None
     probed = ctx.probe is not None and ctx.probe.server_caches is False
     return Estimate(
-        saving_ms=prompt_caching_saving_ms(ctx),
+        saving_ms=e2e_saving_ms(ctx, service_saving_ms=prompt_caching_saving_ms(ctx)),
         how=(
             f"Put the {prefix}-token shared prefix first and keep it byte-identical across "
             "requests; turn on prefix caching (vLLM --enable-prefix-caching, SGLang radix "
@@ -177,7 +214,7 @@ def _shorter_prompt(ctx: LeverContext) -> Estimate | None:
         return None
     removed = CUT_SHARE * own_tokens
     return Estimate(
-        saving_ms=_prefill_saving_ms(ctx, removed),
+        saving_ms=e2e_saving_ms(ctx, service_saving_ms=_prefill_saving_ms(ctx, removed)),
         how=(
             f"Send {CUT_SHARE:.0%} fewer prompt tokens ({removed:.0f} of {own_tokens}): retrieve "
             "fewer or shorter passages, drop repeated instructions."
@@ -196,7 +233,7 @@ def _output_cap(ctx: LeverContext) -> Estimate | None:
     if removed < 1:
         return None
     return Estimate(
-        saving_ms=removed * ctx.breakdown.tpot_ms,
+        saving_ms=e2e_saving_ms(ctx, service_saving_ms=removed * ctx.breakdown.tpot_ms),
         how=(
             f"If {CUT_SHARE:.0%} fewer output tokens are enough, cap them: max_tokens, stop "
             f"sequences, a shorter answer format (each token costs {ctx.breakdown.tpot_ms:.1f} ms)."
@@ -244,9 +281,10 @@ def _smaller_model(ctx: LeverContext) -> Estimate | None:
     tpot_ratio = _min_tpot_ms(ctx, replace(ctx.target, model=smaller)) / _min_tpot_ms(
         ctx, ctx.target
     )
-    saving_ms = ctx.breakdown.prefill_ms * (1 - params_ratio) + ctx.breakdown.decode_ms * (
-        1 - tpot_ratio
+    service_saving_ms = ctx.breakdown.prefill_ms * (1 - params_ratio) + (
+        ctx.breakdown.decode_ms * (1 - tpot_ratio)
     )
+    saving_ms = e2e_saving_ms(ctx, service_saving_ms=service_saving_ms)
     return Estimate(
         saving_ms=saving_ms,
         how=(
@@ -267,7 +305,7 @@ def _reasoning_budget(ctx: LeverContext) -> Estimate | None:
     if not ctx.breakdown.is_reasoning:
         return None
     return Estimate(
-        saving_ms=0.5 * ctx.breakdown.reasoning_ms,
+        saving_ms=e2e_saving_ms(ctx, service_saving_ms=0.5 * ctx.breakdown.reasoning_ms),
         how=(
             "Lower the reasoning effort or cap thinking tokens (reasoning_effort, a thinking "
             "budget); priced here for half the thinking."
@@ -353,7 +391,7 @@ def _quantization(ctx: LeverContext) -> Estimate | None:
         basis = f"roofline of {ctx.target.model.name} on {ctx.target.hardware.name}"
         prior = 0.7
     return Estimate(
-        saving_ms=ctx.breakdown.decode_ms * (1.0 - ratio),
+        saving_ms=e2e_saving_ms(ctx, service_saving_ms=ctx.breakdown.decode_ms * (1.0 - ratio)),
         how=(
             "Serve int4 weights (AWQ/GPTQ; fp8 is the safer half step): decode reads fewer bytes "
             "per token. Check quality on your own prompts."
@@ -379,7 +417,9 @@ def _speculative_decoding(ctx: LeverContext) -> Estimate | None:
     full_speedup = tokens_per_step / SPECULATIVE_STEP_COST
     speedup = 1.0 + (full_speedup - 1.0) * (1.0 - (concurrency - 1) / max(limit - 1, 1))
     return Estimate(
-        saving_ms=ctx.breakdown.decode_ms * (1.0 - 1.0 / speedup),
+        saving_ms=e2e_saving_ms(
+            ctx, service_saving_ms=ctx.breakdown.decode_ms * (1.0 - 1.0 / speedup)
+        ),
         how=(
             "Add a draft model or EAGLE/n-gram speculation: several tokens per verify step while "
             "decode is memory bound; the gain shrinks as batches fill."
@@ -395,40 +435,21 @@ def _speculative_decoding(ctx: LeverContext) -> Estimate | None:
     )
 
 
-def queue_after_scaling_ms(breakdown: Breakdown, concurrency: int, capacity_factor: float) -> float:
-    """Closed-loop queueing (ms) once serving capacity is multiplied by `capacity_factor`.
-
-    A request holds a slot for S = prefill + decode; with c clients each cycling through
-    overhead O, queue Q and S, the slots busy are s = c·S / (O + Q + S) (Little's law).
-    With k·s slots the cycle is c·S / (k·s) when saturated, so Q' = max(0, c·S/(k·s) - O - S).
-    Q' = Q for k = 1, and 0 once k·s slots hold every client.
-    """
-    service_ms = breakdown.prefill_ms + breakdown.decode_ms
-    cycle_ms = breakdown.e2e_ms
-    if service_ms <= 0 or cycle_ms <= 0:
-        return breakdown.queueing_ms
-    busy_slots = concurrency * service_ms / cycle_ms
-    saturated_cycle_ms = concurrency * service_ms / (capacity_factor * busy_slots)
-    return max(saturated_cycle_ms - breakdown.overhead_ms - service_ms, 0.0)
-
-
 def _scale_out(ctx: LeverContext) -> Estimate | None:
     queue_ms = ctx.breakdown.queueing_ms
     if queue_ms <= 0:
         return None
-    concurrency = ctx.request.concurrency
-    remaining_ms = queue_after_scaling_ms(ctx.breakdown, concurrency, 2.0)
-    service_ms = ctx.breakdown.prefill_ms + ctx.breakdown.decode_ms
+    saving_ms = e2e_saving_ms(ctx, capacity_factor=2.0)
     return Estimate(
-        saving_ms=queue_ms - remaining_ms,
+        saving_ms=saving_ms,
         how=(
             "Double the serving capacity (a second replica, or twice the slots if TPOT allows), "
             "or admit fewer requests at once: requests wait for a free slot."
         ),
         evidence={
             "queue_ms": _r(queue_ms),
-            "queue_ms_after_doubling": _r(remaining_ms),
-            "busy_slots": _r(concurrency * service_ms / ctx.breakdown.e2e_ms),
+            "queue_ms_after_doubling": _r(queue_ms - saving_ms),
+            "busy_slots": _r(capacity_slots(ctx)),
             "queue_ms_by_concurrency": {
                 str(c): _r(ctx.model.queue_ms_at(c, ctx.request.prompt_tokens))
                 for c in ctx.model.concurrencies
@@ -443,7 +464,7 @@ def _reduce_overhead(ctx: LeverContext) -> Estimate | None:
     if overhead_ms < OVERHEAD_FLOOR_MS:
         return None
     return Estimate(
-        saving_ms=0.5 * overhead_ms,
+        saving_ms=e2e_saving_ms(ctx, overhead_saving_ms=0.5 * overhead_ms),
         how=(
             "Call from the endpoint's region and reuse connections (keep-alive, one client per "
             f"process): an empty prompt already waits {overhead_ms:.0f} ms. Priced for half."

@@ -20,14 +20,18 @@ class Truth:
     tpot_ms_per_1k_context: float = 1.0
     batch_slope: float = 0.02
     slots: int = 8
-    queue_ms_per_extra_request: float = 100.0
     reasoning_ms: float = 0.0
 
     def prefill_ms(self, tokens: float) -> float:
         return self.prefill_ms_per_token * tokens + self.prefill_ms_per_token_sq * tokens**2
 
-    def queue_ms(self, concurrency: int) -> float:
-        return self.queue_ms_per_extra_request * max(0, concurrency - self.slots)
+    def queue_ms(self, concurrency: int, prompt_tokens: float, output_tokens: int) -> float:
+        """Steady state of a closed loop: c clients, `slots` servers, a request holding one
+        for prefill + decode; a cycle lasts max(overhead + service, c x service / slots)."""
+        service = self.prefill_ms(prompt_tokens) + (output_tokens - 1) * self.tpot(
+            concurrency, prompt_tokens
+        )
+        return max(concurrency * service / self.slots - self.overhead_ms - service, 0.0)
 
     def tpot(self, concurrency: int, prompt_tokens: float) -> float:
         growth = 1 + self.batch_slope * (min(concurrency, self.slots) - 1)
@@ -53,7 +57,8 @@ def synthetic_samples(
         for target in prompt_lengths:
             for _ in range(per_point):
                 prompt = round(target * rng.uniform(0.95, 1.05))
-                ttft = truth.overhead_ms + truth.queue_ms(c) + truth.prefill_ms(prompt)
+                queue = truth.queue_ms(c, prompt, output_tokens)
+                ttft = truth.overhead_ms + queue + truth.prefill_ms(prompt)
                 ttft += rng.normal(0, noise_sd_ms)
                 if rng.random() < outlier_share:
                     ttft += rng.uniform(5, 10) * (truth.overhead_ms + truth.prefill_ms(prompt))

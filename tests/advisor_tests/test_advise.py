@@ -17,7 +17,7 @@ FAST = {"resamples": 60}
 
 DECODE_HEAVY = Truth(overhead_ms=20, prefill_ms_per_token=0.02, tpot_ms=25, batch_slope=0.01)
 PREFILL_HEAVY = Truth(overhead_ms=20, prefill_ms_per_token=1.0, tpot_ms=5)
-QUEUE_HEAVY = Truth(slots=2, queue_ms_per_extra_request=800, tpot_ms=5, prefill_ms_per_token=0.02)
+QUEUE_HEAVY = Truth(slots=2, tpot_ms=5, prefill_ms_per_token=0.02)
 OVERHEAD_HEAVY = Truth(overhead_ms=400, prefill_ms_per_token=0.01, tpot_ms=2)
 
 
@@ -48,13 +48,14 @@ def test_it_names_the_bottleneck_and_the_lever_that_moves_it(
 
 
 def test_the_breakdown_matches_the_known_parts_at_the_workloads_own_point():
-    truth = Truth(tpot_ms_per_1k_context=2.0, slots=4, queue_ms_per_extra_request=60.0)
+    truth = Truth(tpot_ms_per_1k_context=2.0, slots=4)
     for prompt_tokens, concurrency in ((300, 1), (3000, 10)):
         workload = Workload(prompt_tokens=prompt_tokens, output_tokens=100, concurrency=concurrency)
         parts = _blocks(truth, workload)["diagnosis"]["breakdown_ms"]
         assert parts["overhead"] == pytest.approx(truth.overhead_ms, abs=3.0)
         assert parts["prefill"] == pytest.approx(truth.prefill_ms(prompt_tokens), rel=0.1)
-        assert parts["queueing"] == pytest.approx(truth.queue_ms(concurrency), abs=10.0, rel=0.1)
+        expected_queue = truth.queue_ms(concurrency, prompt_tokens, 100)
+        assert parts["queueing"] == pytest.approx(expected_queue, abs=10.0, rel=0.1)
         expected_decode = 99 * truth.tpot(concurrency, prompt_tokens)
         assert parts["decode"] == pytest.approx(expected_decode, rel=0.05)
 
@@ -283,3 +284,13 @@ def test_the_summary_says_slow_to_start_or_slow_to_write():
     lines = advise(samples, workload=Workload(prompt_tokens=1024), **FAST).summary_lines()
     assert lines[0].startswith("Advisor: decode-bound (slow to write)")
     assert any(line.startswith("  1. quantization") for line in lines)
+
+
+def test_with_a_queue_a_shorter_answer_also_shortens_the_wait():
+    workload = Workload(prompt_tokens=1024, output_tokens=64, concurrency=16)
+    blocks = _blocks(QUEUE_HEAVY, workload)
+    output_cap = next(r for r in blocks["recommendations"] if r["lever"] == "output_cap")
+    direct_ms = 16 * QUEUE_HEAVY.tpot(16, 1024)
+    queue_cut_ms = QUEUE_HEAVY.queue_ms(16, 1024, 64) - QUEUE_HEAVY.queue_ms(16, 1024, 48)
+    assert queue_cut_ms > direct_ms
+    assert output_cap["expected_saving_ms"] == pytest.approx(direct_ms + queue_cut_ms, rel=0.1)

@@ -71,17 +71,34 @@ def test_missing_usage_falls_back_to_target_lengths_and_says_so():
 
 
 def test_queue_and_tpot_follow_concurrency_and_context():
-    truth = Truth(slots=4, queue_ms_per_extra_request=50.0, tpot_ms_per_1k_context=2.0)
+    truth = Truth(slots=4, tpot_ms_per_1k_context=2.0)
     model = _model(truth, concurrencies=(1, 4, 16))
     assert model.queue_ms_at(4, 1024) == pytest.approx(0.0, abs=3.0)
-    assert model.queue_ms_at(16, 1024) == pytest.approx(truth.queue_ms(16), rel=0.05)
+    assert model.queue_ms_at(16, 1024) == pytest.approx(truth.queue_ms(16, 1024, 64), rel=0.05)
     for c in (1, 4, 16):
         assert model.tpot_ms_at(c, 2000) == pytest.approx(truth.tpot(c, 2000), rel=0.05)
     assert model.tpot_ms_at(1, 4000) > model.tpot_ms_at(1, 128) + 5.0
 
 
+def test_between_measured_concurrencies_the_queue_follows_the_slots_not_a_straight_line():
+    truth = Truth(slots=4)
+    model = _model(truth, concurrencies=(1, 2, 16))
+    straight_line_at_3 = model.queue_ms_at(16, 1024) / 14
+    assert straight_line_at_3 > 100
+    assert model.queue_ms_at(3, 1024) == pytest.approx(0.0, abs=10.0)
+    assert model.queue_ms_at(8, 1024) == pytest.approx(truth.queue_ms(8, 1024, 64), rel=0.1)
+
+
+def test_the_queue_is_rescaled_to_the_requests_own_slot_time():
+    truth = Truth(slots=4)
+    model = _model(truth, concurrencies=(1, 4, 16), output_tokens=64)
+    longer_service_ms = truth.prefill_ms(1024) + 199 * truth.tpot(16, 1024)
+    predicted = model.queue_ms_at(16, 1024, longer_service_ms)
+    assert predicted == pytest.approx(truth.queue_ms(16, 1024, 200), rel=0.05)
+
+
 def test_the_saturation_knee_is_where_throughput_stops_growing():
-    truth = Truth(slots=8, queue_ms_per_extra_request=400.0, batch_slope=0.0)
+    truth = Truth(slots=8, batch_slope=0.0)
     model = _model(truth, concurrencies=(1, 2, 4, 8, 16, 32))
     assert model.saturation_concurrency(1024) == 8
     unsaturated = _model(Truth(slots=64), concurrencies=(1, 4, 16))
