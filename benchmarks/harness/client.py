@@ -90,7 +90,7 @@ class _Deadlines:
 
     def read(self, now_s: float, *, has_token: bool) -> float:
         idle_s = now_s + self.limits.idle_timeout_s
-        if not has_token and self.ttft_s is not None and self.ttft_s < idle_s:
+        if not has_token and self.ttft_s is not None and self.ttft_s <= idle_s:
             return self._pick(self.ttft_s, "timeout_ttft")
         return self._pick(idle_s, "timeout_idle")
 

@@ -400,24 +400,25 @@ def undocumented_fields(
     sections: dict[str, Sequence[Metric]] = {**REPORT_SECTIONS, **(extra_sections or {})}
     missing: list[str] = []
 
-    def walk(obj: Mapping[str, Any], section: str) -> None:
+    def walk(obj: Mapping[str, Any], section: str, prefix: str) -> None:
         known = {metric.name: metric for metric in sections[section]}
         for key, value in obj.items():
-            path = f"{section}.{key}" if section else key
+            path = f"{prefix}{key}"
+            section_path = f"{section}.{key}" if section else key
             metric = known.get(key)
             if metric is None:
                 missing.append(path)
+            elif value is None:
                 continue
-            if value is None:
-                continue
-            child = "statistics" if metric.type == _STAT else path
-            if metric.type == "array" and f"{path}[]" in sections:
+            elif metric.type == _STAT:
+                walk(value, "statistics", f"{path}.")
+            elif metric.type == "array" and f"{section_path}[]" in sections:
                 for item in value:
-                    walk(item, f"{path}[]")
-            elif child in sections and isinstance(value, Mapping):
-                walk(value, child)
+                    walk(item, f"{section_path}[]", f"{path}[].")
+            elif section_path in sections and isinstance(value, Mapping):
+                walk(value, section_path, f"{path}.")
 
-    walk(report, "")
+    walk(report, "", "")
     return missing
 
 

@@ -204,8 +204,10 @@ class _Bench:
             controls=self.output_controls if controls is None else controls,
         )
         scheduled_ns = time.perf_counter_ns() if scheduled_ns is None else scheduled_ns
-        await self.client.send(body, record, scheduled_ns=scheduled_ns)
-        self.records.append(record)
+        try:
+            await self.client.send(body, record, scheduled_ns=scheduled_ns)
+        finally:  # a request cancelled in flight is still reported, as `cancelled`
+            self.records.append(record)
         if self.progress is not None:
             self.progress(len(self.records), self.planned)
         return record

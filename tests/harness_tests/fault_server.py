@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -98,9 +99,18 @@ def usage(body: dict[str, Any], completion_tokens: int, cached: int | None = Non
 class FaultServer:
     """Runs in a background thread with its own event loop; `base_url` ends in `/v1`."""
 
-    def __init__(self, *, token_delay_s: float = 0.0, prefill_s_per_token: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        token_delay_s: float = 0.0,
+        first_token_delay_s: float = 0.0,
+        prefill_s_per_token: float = 0.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.token_delay_s = token_delay_s
+        self.first_token_delay_s = first_token_delay_s
         self.prefill_s_per_token = prefill_s_per_token
+        self.ssl_context = ssl_context
         self.connections = 0
         self.requests: list[dict[str, Any]] = []
         self.seen_prompts: list[str] = []
@@ -112,7 +122,8 @@ class FaultServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        scheme = "https" if self.ssl_context else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/v1"
 
     def __enter__(self) -> FaultServer:
         self._thread.start()
@@ -120,17 +131,27 @@ class FaultServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._loop.call_soon_threadsafe(self._shutdown)
-        self._thread.join(5)
+        self.stop()
+
+    def stop(self) -> None:
+        """Close the listener and every connection; safe to call twice."""
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._shutdown)
+            self._thread.join(5)
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._connection, "127.0.0.1", 0)
+            asyncio.start_server(self._connection, "127.0.0.1", 0, ssl=self.ssl_context)
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         self._loop.run_forever()
+        tasks = asyncio.all_tasks(self._loop)
+        for task in tasks:
+            task.cancel()
+        self._loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        self._loop.close()
 
     def _shutdown(self) -> None:
         self._server.close()
@@ -188,9 +209,10 @@ class FaultServer:
 
     def prefill_delay_s(self, body: dict[str, Any]) -> float:
         uncached = prompt_tokens_of(body) - (self.cached_tokens(body) or 0)
-        return uncached * self.prefill_s_per_token
+        return self.first_token_delay_s + uncached * self.prefill_s_per_token
 
     def cached_tokens(self, body: dict[str, Any]) -> int | None:
+        """Tokens of the longest prefix seen before (model `caching`; `caching:silent` hides it)."""
         if not str(body.get("model", "")).startswith("caching"):
             return None
         text = prompt_text(body)
@@ -207,23 +229,26 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, An
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError):
         return None
-    lines = head.decode("latin-1").split("\r\n")
+    lines = head.decode("latin-1").rstrip("\r\n").split("\r\n")
     path = lines[0].split(" ")[1]
-    length = 0
+    headers = {}
     for line in lines[1:]:
-        if line.lower().startswith("content-length:"):
-            length = int(line.split(":", 1)[1])
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", 0))
     raw = await reader.readexactly(length) if length else b"{}"
-    return path, json.loads(raw or b"{}")
+    return path, {**json.loads(raw or b"{}"), "_headers": headers}
 
 
-async def _standard(server: FaultServer, body: dict[str, Any], reply: Reply, **kw: Any) -> None:
+async def _standard(
+    server: FaultServer, body: dict[str, Any], reply: Reply, *, silent: bool = False, **kw: Any
+) -> None:
     """Role-only first chunk, tokens, a finish chunk, a usage chunk with empty choices, [DONE]."""
     await reply.head()
     await reply.event(chunk({"role": "assistant", "content": ""}))
     sent = await server.tokens(body, reply, **kw)
     await reply.event(chunk(finish="stop"))
-    await reply.event(usage(body, sent, server.cached_tokens(body)))
+    await reply.event(usage(body, sent, None if silent else server.cached_tokens(body)))
     await reply.event("[DONE]")
     await reply.finish()
 
@@ -233,8 +258,19 @@ async def ok(server: FaultServer, body: dict[str, Any], reply: Reply) -> None:
 
 
 async def caching(server: FaultServer, body: dict[str, Any], reply: Reply) -> None:
-    await _standard(server, body, reply)
+    await _standard(server, body, reply, silent=str(body["model"]).endswith(":silent"))
     server.seen_prompts.append(prompt_text(body))
+
+
+async def slow_usage(server: FaultServer, body: dict[str, Any], reply: Reply) -> None:
+    """The usage chunk and [DONE] come 200 ms after the last token: E2E must not include that."""
+    await reply.head()
+    sent = await server.tokens(body, reply)
+    await reply.event(chunk(finish="stop"))
+    await asyncio.sleep(0.2)
+    await reply.event(usage(body, sent))
+    await reply.event("[DONE]")
+    await reply.finish()
 
 
 async def multi(server: FaultServer, body: dict[str, Any], reply: Reply) -> None:
