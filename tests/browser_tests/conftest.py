@@ -22,17 +22,23 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One Chromium per module; closed with it, since Playwright's sync API holds an event
+    loop in this thread while it runs, and later tests start their own."""
     if not os.path.exists(CHROMIUM):
         if os.environ.get("CI"):
             pytest.fail("chromium is not installed; .ci/run installs Debian's package")
         pytest.skip("chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    # Playwright's sync API runs its own event loop; Django must allow ORM use meanwhile.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as playwright:
+    # Django refuses ORM calls while an event loop runs in the thread; the test's own ORM
+    # calls are synchronous and safe, so allow them while the browser is open.
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        sync_playwright() as playwright,
+    ):
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
