@@ -17,6 +17,7 @@ from benchmarks.harness.records import RequestRecord
 from benchmarks.harness.sse import SSEEvent, SSEParser
 
 ERROR_BODY_LIMIT_BYTES = 4096
+RESCHEDULE_SLACK = 0.01  # share of the idle timeout a deadline may fire early by
 _NOT_SSE_TYPES = ("text/html", "application/json", "text/xml", "application/xml")
 
 
@@ -73,29 +74,41 @@ class StreamState:
 
 
 class _Deadlines:
-    """The deadline that binds next, and the error code it stands for (loop time, seconds)."""
+    """The deadline that binds next, and the error code it stands for (loop time, seconds).
+
+    While a stream flows, the idle deadline moves on every read; the timer is moved only when
+    it would fire more than `slack_s` early, so most reads cost a comparison, not a new timer.
+    """
 
     def __init__(self, limits: Limits, started_s: float) -> None:
         self.limits = limits
         self.total_s = started_s + limits.total_timeout_s
         self.ttft_s: float | None = None
+        self.slack_s = limits.idle_timeout_s * RESCHEDULE_SLACK
         self.code = "timeout_connect"
 
     def connect(self, now_s: float) -> float:
         return self._pick(now_s + self.limits.connect_timeout_s, "timeout_connect")
 
-    def sent(self, now_s: float) -> float:
+    def sent(self, timer: asyncio.Timeout, now_s: float) -> None:
         self.ttft_s = now_s + self.limits.ttft_timeout_s
-        return self.read(now_s, has_token=False)
+        timer.reschedule(self._next(now_s, has_token=False))
 
-    def read(self, now_s: float, *, has_token: bool) -> float:
+    def read(self, timer: asyncio.Timeout, now_s: float, *, has_token: bool) -> None:
+        # A pending deadline within the slack stands for the new one, and takes its code.
+        when = self._next(now_s, has_token=has_token)
+        current = timer.when()
+        if current is None or when < current or when > current + self.slack_s:
+            timer.reschedule(when)
+
+    def drain(self, timer: asyncio.Timeout, now_s: float) -> None:
+        timer.reschedule(self._pick(now_s + self.limits.drain_timeout_s, "timeout_idle"))
+
+    def _next(self, now_s: float, *, has_token: bool) -> float:
         idle_s = now_s + self.limits.idle_timeout_s
         if not has_token and self.ttft_s is not None and self.ttft_s <= idle_s:
             return self._pick(self.ttft_s, "timeout_ttft")
         return self._pick(idle_s, "timeout_idle")
-
-    def drain(self, now_s: float) -> float:
-        return self._pick(now_s + self.limits.drain_timeout_s, "timeout_idle")
 
     def _pick(self, when_s: float, code: str) -> float:
         if when_s < self.total_s:
@@ -170,7 +183,7 @@ class StreamingClient:
                 await connection.writer.drain()
                 sent_ns = time.perf_counter_ns()
                 record.sent_s = (sent_ns - self.run_start_ns) / 1e9
-                timer.reschedule(deadlines.sent(loop.time()))
+                deadlines.sent(timer, loop.time())
                 head = await read_head(connection.reader)
                 record.ttfb_ms = (time.perf_counter_ns() - sent_ns) / 1e6
                 record.http_status = head.status
@@ -211,7 +224,7 @@ class StreamingClient:
                 on_event(event, now_ns)
             if state.done:
                 return
-            timer.reschedule(deadlines.read(loop.time(), has_token=bool(state.token_ns)))
+            deadlines.read(timer, loop.time(), has_token=bool(state.token_ns))
         for event in parser.feed(b"\n\n"):  # a last event the server did not terminate
             on_event(event, time.perf_counter_ns())
 
@@ -233,7 +246,7 @@ async def _drain(
     loop: asyncio.AbstractEventLoop,
 ) -> bool:
     """Read what follows `[DONE]` so the connection can be reused; failures only cost reuse."""
-    timer.reschedule(deadlines.drain(loop.time()))
+    deadlines.drain(timer, loop.time())
     try:
         while await body_reader.read():
             pass

@@ -64,6 +64,9 @@ def test_any_rechunking_of_a_valid_stream_yields_the_same_events(
     assert _parse([data]) == _expected(items)
     assert _parse(_split(data, cuts)) == _expected(items)
     assert _parse([data[i : i + 1] for i in range(len(data))]) == _expected(items)
+    blank = (newline * 2).encode()
+    per_event = [piece + blank for piece in data.split(blank) if piece]  # the usual reads
+    assert _parse(per_event) == _parse([b"".join(per_event)])
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
