@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from benchmarks.harness.config import EndpointConfig
+from benchmarks.harness.connector import parse_base_url
 from benchmarks.harness.errors import HarnessError
 from benchmarks.harness.plan import DEFAULT_PLAN, Plan, Workload, load_workload
 from benchmarks.harness.policy import AddressPolicy, AllowAll, guard_policy
@@ -121,7 +122,7 @@ def config_from_args(
         headers=tuple(headers),
         extra_body=extra_body,
     )
-    endpoint.origin  # noqa: B018 - validates the URL now, as a usage error
+    parse_base_url(endpoint.base_url)  # a bad URL is a usage error, before anything is sent
     workload = Workload()
     if args.prompt_file:
         try:
