@@ -319,6 +319,20 @@ def simulate(profile: Profile, arrivals: Sequence[Arrival]) -> list[SimResult]:
     return results
 
 
+# Event-loop timers have millisecond resolution (uvloop's fire up to a millisecond early or
+# late), so an engine asks to wake this much before a step ends and yields until it is due.
+EARLY_WAKE_S = 0.0015
+
+
+async def _sleep_until(due_s: float) -> None:
+    """Return at `due_s` on the perf_counter clock, never before, usually within ~0.1 ms."""
+    delay_s = due_s - time.perf_counter() - EARLY_WAKE_S
+    # Yields even when already late, so an engine that falls behind cannot starve the server.
+    await asyncio.sleep(max(delay_s, 0.0))
+    while time.perf_counter() < due_s:
+        await asyncio.sleep(0)
+
+
 class EngineLoop:
     """Drives one Scheduler in real time; engine seconds are `time_scale` real seconds.
 
@@ -360,9 +374,7 @@ class EngineLoop:
                 await self._wake.wait()
                 continue
             end_s = start_s + step.duration_s * self.time_scale
-            delay_s = end_s - time.perf_counter()
-            if delay_s > 0:
-                await asyncio.sleep(delay_s)
+            await _sleep_until(end_s)
             for seq, count in scheduler.complete(step):
                 if seq.sink is not None:
                     seq.sink.deliver(seq, count, end_s)

@@ -131,3 +131,8 @@ def realism_table() -> str:
 def realism_sources() -> str:
     """One numbered source line per table row, in the same order."""
     return "\n".join(f"{index}. {case.source}" for index, case in enumerate(REALISM_CASES, 1))
+
+
+def realism_markdown() -> str:
+    """The table and its sources, exactly as docs/simulator.md holds them between markers."""
+    return f"{realism_table()}\n\nSources, row by row:\n\n{realism_sources()}"
