@@ -213,8 +213,13 @@ def _shorter_prompt(ctx: LeverContext) -> Estimate | None:
     if own_tokens <= 0:
         return None
     removed = CUT_SHARE * own_tokens
+    request = ctx.request
+    # A shorter context is also cheaper to decode: every step re-reads its KV cache.
+    shorter_tpot_ms = ctx.model.tpot_ms_at(request.concurrency, request.prompt_tokens - removed)
+    decode_saving_ms = max(request.output_tokens - 1, 0) * (ctx.breakdown.tpot_ms - shorter_tpot_ms)
+    prefill_saving_ms = _prefill_saving_ms(ctx, removed)
     return Estimate(
-        saving_ms=e2e_saving_ms(ctx, service_saving_ms=_prefill_saving_ms(ctx, removed)),
+        saving_ms=e2e_saving_ms(ctx, service_saving_ms=prefill_saving_ms + decode_saving_ms),
         how=(
             f"Send {CUT_SHARE:.0%} fewer prompt tokens ({removed:.0f} of {own_tokens}): retrieve "
             "fewer or shorter passages, drop repeated instructions."
@@ -223,6 +228,8 @@ def _shorter_prompt(ctx: LeverContext) -> Estimate | None:
             "uncached_prompt_tokens": own_tokens,
             "prefill_ms": _r(ctx.breakdown.prefill_ms),
             "tokens_removed": round(removed),
+            "prefill_saving_ms": _r(prefill_saving_ms),
+            "decode_saving_ms": _r(decode_saving_ms),
         },
         prior_confidence=0.8,
     )

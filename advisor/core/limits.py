@@ -124,7 +124,13 @@ class RooflineCheck:
                 "Decode is memory-bandwidth bound: more FLOP/s will not help; memory bandwidth "
                 "or fewer bytes per token (quantization, a smaller model) will."
             )
-            if self.decode_verdict == "far_below":
+            if self.decode_verdict == "near_limit":
+                text += (
+                    f" It already reaches {self.mbu:.0%} of {self.target.hardware.label}'s "
+                    "bandwidth: near the limit, so quantize, use a smaller model or hardware "
+                    "with more bandwidth."
+                )
+            elif self.decode_verdict == "far_below":
                 text += (
                     f" It reaches only {self.mbu:.0%} of {self.target.hardware.label}'s "
                     "bandwidth: look at the serving configuration (batching, kernels, "

@@ -76,8 +76,19 @@ def _context_lines(diagnosis: Mapping[str, Any]) -> list[str]:
             f"{_ms(status['slo_ms'])}: {met}."
         )
     roofline = diagnosis.get("roofline")
-    if roofline and roofline.get("advice"):
-        lines.append(f"  Roofline: {roofline['advice']}")
+    if roofline:
+        utilisation = ", ".join(
+            f"{name.upper()} {roofline[name]:.0%}"
+            for name in ("mfu", "mbu")
+            if roofline[name] is not None
+        )
+        lines.append(
+            f"  Roofline ({roofline['model']} {roofline['dtype']} on {roofline['hardware']}): "
+            f"at least {_ms(roofline['min_ttft_ms'])} of prefill and "
+            f"{roofline['min_tpot_ms']:.1f} ms per token; achieved {utilisation}."
+        )
+        if roofline.get("advice"):
+            lines.append(f"  {roofline['advice']}")
     for applied in diagnosis.get("already_applied", []):
         measured = applied.get("measured_saving_ms")
         saved = f", saving {_ms(measured)} on a repeated prompt" if measured is not None else ""

@@ -28,9 +28,9 @@ def prompt(tokens: int, *, prefix: str = "", unique: bool = True) -> str:
     return " ".join(head + body)[: 1 << 24]
 
 
-def _body(text: str, output_tokens: int) -> dict[str, object]:
+def _body(text: str, output_tokens: int, model: str = "indie") -> dict[str, object]:
     return {
-        "model": "indie",
+        "model": model,
         "messages": [{"role": "user", "content": text}],
         "stream": True,
         "stream_options": {"include_usage": True},
@@ -46,12 +46,15 @@ class SweepPlan:
     output_tokens: int = 16
     requests: int = 8
     prefix_tokens: int = 0
+    requests_per_client: int = 0
+    """When set, a point at concurrency c sends at least this many requests per client."""
+    model: str = "indie"
 
 
 async def _sweep(base_url: str, plan: SweepPlan) -> list[RequestRecord]:
     start_ns = time.perf_counter_ns()
     client = StreamingClient(
-        EndpointConfig(base_url=base_url, model="indie"),
+        EndpointConfig(base_url=base_url, model=plan.model),
         policy=AllowAll(),
         limits=Limits(ttft_timeout_s=30, total_timeout_s=60),
         run_start_ns=start_ns,
@@ -74,14 +77,13 @@ async def _sweep(base_url: str, plan: SweepPlan) -> list[RequestRecord]:
                 # Without a prefix the nonce leads, so no cache can hit; with one the nonce
                 # follows the prefix, as a real shared system prompt would.
                 text = prefix + " " + prompt(p) if prefix else prompt(p)
-                body = _body(text, plan.output_tokens)
+                body = _body(text, plan.output_tokens, plan.model)
                 await client.send(body, record, scheduled_ns=scheduled_ns)
                 records.append(record)
                 return record
 
-            await run_load(
-                send, concurrency=concurrency, requests=plan.requests, warmup=concurrency
-            )
+            requests = max(plan.requests, plan.requests_per_client * concurrency)
+            await run_load(send, concurrency=concurrency, requests=requests, warmup=concurrency)
     finally:
         await client.aclose()
     return records

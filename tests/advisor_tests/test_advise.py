@@ -294,3 +294,16 @@ def test_with_a_queue_a_shorter_answer_also_shortens_the_wait():
     queue_cut_ms = QUEUE_HEAVY.queue_ms(16, 1024, 64) - QUEUE_HEAVY.queue_ms(16, 1024, 48)
     assert queue_cut_ms > direct_ms
     assert output_cap["expected_saving_ms"] == pytest.approx(direct_ms + queue_cut_ms, rel=0.1)
+
+
+def test_roofline_tells_near_the_limit_from_far_below():
+    declared = Declared(hardware="h100-sxm", model="llama-3.1-8b", dtype="bf16")
+    fast = Truth(overhead_ms=20, prefill_ms_per_token=0.2, tpot_ms=5.5, tpot_ms_per_1k_context=0)
+    blocks = _blocks(fast, Workload(prompt_tokens=1024), declared=declared)
+    roofline = blocks["diagnosis"]["roofline"]
+    assert roofline["decode_verdict"] == "near_limit"
+    assert roofline["mbu"] > 0.8
+    assert "near the limit" in roofline["advice"]
+    # 1024 tokens x 16 GFLOP = 16 TFLOP: ~17 ms at 989 TFLOP/s, so 205 ms is ~8% MFU.
+    assert roofline["mfu"] == pytest.approx(0.08, abs=0.02)
+    assert roofline["prefill_verdict"] == "far_below"
