@@ -411,11 +411,11 @@ class SimServer:
             return await self._serve_stream(
                 request, parsed, plan, record, fault, seq, headers, done
             )
-        sink = _CollectingSink(self, parsed, plan, record, done)
+        sink = _CollectingSink(parsed, plan, record, done)
         seq.sink = sink
         engine.submit(seq)
         await done
-        self._note_engine_times(record, seq, engine)
+        self._note_engine_times(record, seq)
         if fault is not None and fault.kind == "stall":
             await asyncio.sleep(fault.stall_ms / 1000.0)
         if fault is not None and fault.kind == "disconnect":
@@ -458,21 +458,19 @@ class SimServer:
         if transport is None:
             record.outcome = "disconnected"
             return response
-        seq.sink = _StreamSink(self, parsed, plan, record, fault, transport, engine, done)
+        seq.sink = _StreamSink(self, parsed, plan, record, fault, transport, done)
         engine.submit(seq)
         try:
             await done
         finally:
             seq.cancelled = seq.cancelled or not done.done()
-        self._note_engine_times(record, seq, engine)
+        self._note_engine_times(record, seq)
         if record.outcome == "success":
             with contextlib.suppress(ConnectionError):
                 await response.write_eof()
         return response
 
-    def _note_engine_times(
-        self, record: RequestRecord, seq: SimSequence, engine: EngineLoop
-    ) -> None:
+    def _note_engine_times(self, record: RequestRecord, seq: SimSequence) -> None:
         record.cached_tokens = seq.cached_tokens
         if seq.admitted_s is not None:
             record.queue_ms = (seq.admitted_s - seq.submitted_s) * self.time_scale * 1000.0
@@ -532,13 +530,11 @@ class _CollectingSink:
 
     def __init__(
         self,
-        server: SimServer,
         parsed: CompletionRequest,
         plan: OutputPlan,
         record: RequestRecord,
         done: asyncio.Future[None],
     ) -> None:
-        self._server = server
         self._parsed = parsed
         self._plan = plan
         self._record = record
@@ -592,7 +588,6 @@ class _StreamSink:
         record: RequestRecord,
         fault: Fault | None,
         transport: asyncio.BaseTransport,
-        engine: EngineLoop,
         done: asyncio.Future[None],
     ) -> None:
         self._server = server

@@ -138,3 +138,19 @@ def test_it_draws_faults_from_the_profile_rates() -> None:
             for name in ("flaky", "steady")
         }
     assert statuses == {"flaky": 429, "steady": 200}
+
+
+def test_it_frees_the_slot_of_a_client_that_hangs_up(sim: RunningSimulator) -> None:
+    body = {**BODY, "max_tokens": 50_000}  # about 6 s of decoding unless the slot is freed
+    with httpx.stream("POST", f"{sim.base_url}/chat/completions", json=body) as response:
+        request_id = response.headers["X-Sim-Request-Id"]
+        for index, _ in enumerate(response.iter_lines()):
+            if index > 4:
+                break
+    scheduler = sim.server.engines["llama-8b-h100"].scheduler
+    deadline = time.monotonic() + 5
+    while scheduler.running and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert scheduler.running == []
+    record = httpx.get(f"{sim.root_url}/sim/ground-truth/{request_id}").json()
+    assert record["outcome"] == "client_disconnected"
