@@ -3,9 +3,9 @@
 Starts `python -m simulator` pinned to one core with synthetic profiles whose decode step is
 50 ms (20 tokens/s per stream), opens N streams from a raw-socket load generator pinned to the
 other core, and reads the server's own lag figures (write time minus the step's scheduled end)
-from /sim/stats after a warm-up. Bounded: about 30 s with the defaults.
+from /sim/stats after a warm-up. Bounded: about 30 s per run with the defaults.
 
-    .venv/bin/python perf/simulator_capacity.py                 # 500 streams over 10 engines
+    .venv/bin/python perf/simulator_capacity.py --runs 3        # 500 streams over 10 engines
     .venv/bin/python perf/simulator_capacity.py --engines 1     # 500 streams in one batch
     .venv/bin/python perf/simulator_capacity.py --streams 3000  # overload: falling_behind
 """
@@ -17,6 +17,7 @@ import asyncio
 import http.client
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -140,34 +141,15 @@ async def measure(args: argparse.Namespace, port: int, pid: int) -> dict[str, fl
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument("--streams", type=int, default=500)
-    parser.add_argument("--engines", type=int, default=10)
-    parser.add_argument("--warmup-s", type=float, default=4.0)
-    parser.add_argument("--duration-s", type=float, default=20.0)
-    args = parser.parse_args()
-    cores = sorted(os.sched_getaffinity(0))
-    server_core, client_core = cores[0], cores[-1]
+def run_once(args: argparse.Namespace, server_core: int, client_core: int) -> dict[str, float]:
+    """One fresh server, one measurement; adds the load average seen at its end."""
     with tempfile.TemporaryDirectory() as scratch:
         profile_path = Path(scratch) / "perf-profiles.json"
         profile_path.write_text(json.dumps(profiles(args.engines)))
         server_log = (Path(scratch) / "server.log").open("w+")
+        argv = [sys.executable, "-m", "simulator", "--profile", str(profile_path), "--port", "0"]
         server = subprocess.Popen(
-            [
-                "taskset",
-                "-c",
-                str(server_core),
-                sys.executable,
-                "-m",
-                "simulator",
-                "--profile",
-                str(profile_path),
-                "--port",
-                "0",
-            ],
+            ["taskset", "-c", str(server_core), *argv],
             stdout=subprocess.PIPE,
             stderr=server_log,
             text=True,
@@ -188,30 +170,55 @@ def main() -> int:
             server.terminate()
             server.wait(timeout=10)
             server_log.seek(0)
-            falling_behind_lines = server_log.read().count("falling_behind")
+            result_log = server_log.read()
             server_log.close()
+    return {
+        **result,
+        "falling_behind_lines": result_log.count("falling_behind"),
+        "load_average": os.getloadavg()[0],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--streams", type=int, default=500)
+    parser.add_argument("--engines", type=int, default=10)
+    parser.add_argument("--warmup-s", type=float, default=4.0)
+    parser.add_argument("--duration-s", type=float, default=20.0)
+    parser.add_argument("--runs", type=int, default=1, help="repeat; medians are printed")
+    args = parser.parse_args()
+    cores = sorted(os.sched_getaffinity(0))
+    server_core, client_core = cores[0], cores[-1]
     print(f"command: {' '.join(sys.argv)}")
     print(
-        f"cores: server on {server_core}, load generator on {client_core}; "
-        f"load average before exit: {os.getloadavg()[0]:.2f}"
-    )
-    print(
         f"streams {args.streams} over {args.engines} engine(s), step {STEP_MS:.0f} ms, "
-        f"measured {args.duration_s:.0f} s after {args.warmup_s:.0f} s warm-up"
+        f"measured {args.duration_s:.0f} s after {args.warmup_s:.0f} s warm-up; "
+        f"server on core {server_core}, load generator on core {client_core}"
     )
     print(
-        f"chunks/s: server wrote {result['server_chunks_per_s']:.0f}, "
-        f"client received {result['client_chunks_per_s']:.0f}"
+        "run  chunks/s (server, client)  lag p50 ms  p99 ms  max ms  server CPU  "
+        "falling_behind s  load avg"
     )
-    print(
-        f"write lag behind the step's end: p50 {result['lag_p50_ms']:.2f} ms, "
-        f"p99 {result['lag_p99_ms']:.2f} ms, max {result['lag_max_ms']:.2f} ms"
-    )
-    print(
-        f"server CPU: {100 * result['server_cpu_share']:.0f}% of one core; "
-        f"falling_behind seconds: {result['falling_behind_seconds']:.0f} "
-        f"({falling_behind_lines} log lines)"
-    )
+    results = []
+    for run in range(1, args.runs + 1):
+        result = run_once(args, server_core, client_core)
+        results.append(result)
+        print(
+            f"{run:>3}  {result['server_chunks_per_s']:>8.0f} {result['client_chunks_per_s']:>8.0f}"
+            f"  {result['lag_p50_ms']:>14.2f}  {result['lag_p99_ms']:>6.2f}"
+            f"  {result['lag_max_ms']:>6.1f}  {100 * result['server_cpu_share']:>9.0f}%"
+            f"  {result['falling_behind_seconds']:>16.0f}  {result['load_average']:>8.2f}"
+        )
+    if len(results) > 1:
+        print(
+            "median: "
+            + ", ".join(
+                f"{key} {statistics.median(r[key] for r in results):.2f}"
+                for key in ("server_chunks_per_s", "lag_p50_ms", "lag_p99_ms", "load_average")
+            )
+        )
     return 0
 
 
