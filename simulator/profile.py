@@ -72,6 +72,8 @@ class Profile:
         unknown = set(self.fault_rates) - set(FAULT_KINDS)
         if unknown:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {FAULT_KINDS}")
+        if not all(0.0 <= rate <= 1.0 for rate in self.fault_rates.values()):
+            raise ValueError("fault rates are shares of requests, in [0, 1]")
         if self.max_batch_size < 1:
             raise ValueError("max_batch_size must be at least 1")
         if self.draft_tokens and self.draft_model is None:
@@ -238,7 +240,10 @@ def _resolve(value: object, *, lookup: Any, kind: type) -> object:
     if isinstance(value, str):
         return lookup(value)
     if isinstance(value, dict):
-        return kind(**value)
+        try:
+            return kind(**value)
+        except TypeError as error:
+            raise ValueError(f"invalid {kind.__name__.lower()} entry: {error}") from None
     raise ValueError(f"expected a catalog name or an object, got {value!r}")
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
+
 import httpx
 import openai
 import pytest
@@ -251,3 +254,28 @@ def test_it_checks_the_api_key_when_one_is_set() -> None:
         assert raised.value.status_code == 401
         right = openai.OpenAI(base_url=sim.base_url, api_key="sk-right", max_retries=0)
         assert [model.id for model in right.models.list()] == ["llama-8b-h100"]
+
+
+def test_it_adds_the_network_round_trip_before_the_first_byte() -> None:
+    far = dataclasses.replace(
+        PRESETS["llama-8b-h100"], name="far", network_rtt_ms=3000, network_jitter_ms=500
+    )
+    body = {
+        "model": "far",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 30,
+        "ignore_eos": True,
+        "stream": True,
+    }
+    with simulator_in_thread(profiles=[far], time_scale=0.02) as sim:
+        sent_s = time.perf_counter()
+        with httpx.stream("POST", f"{sim.base_url}/chat/completions", json=body) as response:
+            headers_s = time.perf_counter()
+            request_id = response.headers["X-Sim-Request-Id"]
+            texts = [line for line in response.iter_lines() if line.startswith("data: ")]
+        record = httpx.get(f"{sim.root_url}/sim/ground-truth/{request_id}").json()
+    assert record["network_delay_ms"] == pytest.approx(60.0)
+    assert headers_s - sent_s >= 0.060
+    assert record["chunk_offsets_ms"][0] >= 60.0 + record["request_overhead_ms"]
+    assert sum(record["chunk_tokens"]) == 30
+    assert texts[-1] == "data: [DONE]"
