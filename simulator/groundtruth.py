@@ -30,7 +30,8 @@ class RequestRecord:
     starts its prefill; `prefill_ms` from there to
     the end of the step that produced its first token. `chunk_write_ns` / `chunk_offsets_ms` are
     the actual times each token-carrying chunk was handed to the socket, with its token count in
-    `chunk_tokens`.
+    `chunk_tokens`. `completion_tokens` counts what the engine generated: for a request that
+    ended early, sum(chunk_tokens) is what was actually sent.
     """
 
     request_id: str

@@ -120,13 +120,17 @@ def _prompt_tokens(body: Mapping[str, Any], *, chat: bool) -> list[str]:
             raise _bad_request("messages must be a non-empty list", "messages")
         return tokenizer.chat_tokens([_message_text(message) for message in messages])
     prompt = body.get("prompt")
-    if isinstance(prompt, str):
-        return tokenizer.tokenize(prompt)
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-        return tokenizer.tokenize(prompt[0])
-    if isinstance(prompt, list) and prompt and all(isinstance(item, int) for item in prompt):
-        return [str(item) for item in prompt]
-    raise _bad_request("prompt must be a string (one prompt per request)", "prompt")
+        prompt = prompt[0]
+    if isinstance(prompt, str):
+        tokens = tokenizer.tokenize(prompt)
+    elif isinstance(prompt, list) and all(isinstance(item, int) for item in prompt):
+        tokens = [str(item) for item in prompt]
+    else:
+        raise _bad_request("prompt must be a string (one prompt per request)", "prompt")
+    if not tokens:
+        raise _bad_request("prompt must contain at least one token", "prompt")
+    return tokens
 
 
 class SimServer:
@@ -472,6 +476,7 @@ class SimServer:
 
     def _note_engine_times(self, record: RequestRecord, seq: SimSequence) -> None:
         record.cached_tokens = seq.cached_tokens
+        record.completion_tokens = seq.generated_tokens
         if seq.admitted_s is not None:
             record.queue_ms = (seq.admitted_s - seq.submitted_s) * self.time_scale * 1000.0
             if seq.first_token_s is not None:

@@ -154,3 +154,40 @@ def test_it_frees_the_slot_of_a_client_that_hangs_up(sim: RunningSimulator) -> N
     assert scheduler.running == []
     record = httpx.get(f"{sim.root_url}/sim/ground-truth/{request_id}").json()
     assert record["outcome"] == "client_disconnected"
+
+
+@pytest.mark.parametrize(
+    ("fault", "check"),
+    [
+        ("malformed", "not_json"),
+        ("stall;stall_ms=300", "slow"),
+        ("disconnect", "no_response"),
+    ],
+)
+def test_it_applies_faults_to_non_streaming_responses(
+    sim: RunningSimulator, fault: str, check: str
+) -> None:
+    body = {**BODY, "stream": False}
+    sent_s = time.perf_counter()
+    try:
+        response = httpx.post(
+            f"{sim.base_url}/chat/completions", json=body, headers={"X-Sim-Fault": fault}
+        )
+    except httpx.RemoteProtocolError:
+        assert check == "no_response"
+        return
+    assert check != "no_response"
+    if check == "not_json":
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(response.content)
+    else:
+        assert time.perf_counter() - sent_s >= 0.3
+        assert response.json()["usage"]["completion_tokens"] == 8
+
+
+def test_it_refuses_an_empty_prompt(sim: RunningSimulator) -> None:
+    response = httpx.post(
+        f"{sim.base_url}/completions", json={"model": "llama-8b-h100", "prompt": ""}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "prompt"
