@@ -3,6 +3,7 @@
 Server (perf/chunk_server.py) on core 0, each client on core 1; clients alternate, 5 runs each.
 Error = the client's measured value - the server's logged ground truth, per request; p50 quoted.
 Usage: .venv/bin/python perf/harness_timing.py --streams 1,16,64 [--runs 5] [--requests 4]
+[--clients bare,harness,sdk,httpx] (httpx: httpx2 without the SDK, for the reader's rationale)
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def measure(args: argparse.Namespace) -> None:
     try:
         for streams in args.streams:
             requests = args.requests or max(1, 8 // streams + 1)
-            runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in CLIENTS}
+            runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in args.clients}
             for _ in range(args.runs):
                 for kind in args.clients:
                     client = run_client(kind, port, streams, requests)
@@ -168,11 +169,45 @@ async def sdk_streams(args: argparse.Namespace) -> list[dict]:
     return out
 
 
-def sdk_client(args: argparse.Namespace) -> dict:
+async def httpx_streams(args: argparse.Namespace) -> list[dict]:
+    """httpx2 (what the SDK uses) without the SDK: a streamed POST read with aiter_lines."""
+    import httpx2
+
+    limits = httpx2.Limits(max_connections=args.streams, max_keepalive_connections=args.streams)
+    client = httpx2.AsyncClient(trust_env=False, limits=limits, timeout=60)
+    url = f"http://127.0.0.1:{args.port}/v1/chat/completions"
+    out: list[dict] = []
+
+    async def one_stream() -> None:
+        for _ in range(args.requests):
+            rid = uuid.uuid4().hex[:16]
+            content = f"[request {rid}]\n" + "word " * PROMPT_WORDS
+            body = {"model": "m", "stream": True, "max_tokens": 64,
+                    "messages": [{"role": "user", "content": content}]}  # fmt: skip
+            tokens = []
+            sent = time.perf_counter_ns()
+            async with client.stream("POST", url, json=body) as response:
+                async for line in response.aiter_lines():
+                    if not line.startswith("data: ") or line == "data: [DONE]":
+                        continue
+                    choices = json.loads(line[6:])["choices"]
+                    if choices and choices[0]["delta"].get("content"):
+                        tokens.append(time.perf_counter_ns())
+            ttft_ms, e2e_ms = (tokens[0] - sent) / 1e6, (tokens[-1] - sent) / 1e6
+            tpot_ms = (e2e_ms - ttft_ms) / (len(tokens) - 1)
+            out.append({"id": rid, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "chunks": len(tokens)})
+
+    await asyncio.gather(*(one_stream() for _ in range(args.streams)))
+    await client.aclose()
+    return out
+
+
+def library_client(args: argparse.Namespace) -> dict:
     import uvloop
 
+    streams = sdk_streams if args.client == "sdk" else httpx_streams
     before, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    out = uvloop.run(sdk_streams(args))
+    out = uvloop.run(streams(args))
     after, wall_s = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - wall0
     cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return {"requests": out, "cpu_s": cpu_s, "wall_s": wall_s}
@@ -180,7 +215,7 @@ def sdk_client(args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--client", choices=("harness", "sdk"))
+    parser.add_argument("--client", choices=("harness", "sdk", "httpx"))
     parser.add_argument("--port", type=int)
     parser.add_argument(
         "--streams", type=lambda text: [int(v) for v in text.split(",")], default=[1]
@@ -193,7 +228,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.client:
         args.streams = args.streams[0]
-        result = harness_client(args) if args.client == "harness" else sdk_client(args)
+        result = harness_client(args) if args.client == "harness" else library_client(args)
         json.dump(result, sys.stdout)
         return
     print(f"# {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start", flush=True)

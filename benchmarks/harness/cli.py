@@ -174,7 +174,9 @@ def run_from_args(
         report, records = run_bench(config)
     except HarnessError as exc:
         err.write(f"bench: {exc.message}\n")
-        return EXIT_REFUSED if exc.code == "blocked_by_policy" else EXIT_UNREACHABLE
+        return {"usage": EXIT_USAGE, "blocked_by_policy": EXIT_REFUSED}.get(
+            exc.code, EXIT_UNREACHABLE
+        )
     for extension in EXTENSIONS if extensions is None else extensions:
         extension.extend_report(args, report, records)
     out.write(render_table(report))

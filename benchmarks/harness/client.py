@@ -118,20 +118,26 @@ class _Deadlines:
         return self.total_s
 
 
-def request_bytes(endpoint: EndpointConfig, body: dict[str, Any]) -> bytes:
-    """The whole HTTP/1.1 request: head and JSON body."""
-    payload = json.dumps(body, separators=(",", ":")).encode()
-    origin = endpoint.origin
-    lines = [
-        f"POST {endpoint.request_path} HTTP/1.1",
-        f"Host: {origin.host_header}",
-        "User-Agent: phasewise-harness",
-        "Content-Type: application/json",
-        "Accept: text/event-stream",
-        f"Content-Length: {len(payload)}",
-        *(f"{name}: {value}" for name, value in endpoint.all_headers()),
-    ]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
+class RequestEncoder:
+    """Builds the whole HTTP/1.1 request (head and JSON body); the fixed head is built once."""
+
+    def __init__(self, endpoint: EndpointConfig) -> None:
+        origin = endpoint.origin
+        lines = [
+            f"POST {endpoint.request_path} HTTP/1.1",
+            f"Host: {origin.host_header}",
+            "User-Agent: phasewise-harness",
+            "Content-Type: application/json",
+            "Accept: text/event-stream",
+            *(f"{name}: {value}" for name, value in endpoint.all_headers()),
+        ]
+        if any("\r" in line or "\n" in line for line in lines):
+            raise HarnessError("usage", "a header name or value contains a line break")
+        self._head = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
+
+    def __call__(self, body: dict[str, Any]) -> bytes:
+        payload = json.dumps(body, separators=(",", ":")).encode()
+        return b"%s%d\r\n\r\n%s" % (self._head, len(payload), payload)
 
 
 class StreamingClient:
@@ -150,6 +156,7 @@ class StreamingClient:
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.encode = RequestEncoder(endpoint)
         self.limits = limits
         self.run_start_ns = run_start_ns
         origin = endpoint.origin
@@ -165,7 +172,7 @@ class StreamingClient:
     ) -> RequestRecord:
         """Send one request and fill `record`; re-raises only cancellation (after recording it)."""
         record.scheduled_s = (scheduled_ns - self.run_start_ns) / 1e9
-        raw_request = request_bytes(self.endpoint, body)
+        raw_request = self.encode(body)
         state = StreamState()
         sent_ns: int | None = None
         code: str | None = None

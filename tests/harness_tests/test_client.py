@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from benchmarks.harness.errors import HarnessError
 from benchmarks.harness.metrics import ERROR_CODES
 from tests.harness_tests.conftest import send_one
 from tests.harness_tests.fault_server import FaultServer
@@ -192,3 +193,10 @@ def test_it_sends_the_key_and_extra_headers(
     assert headers[key_header.lower()] == expected
     assert headers["x-team"] == "perf"
     assert "sk-canary" not in repr(record)
+
+
+def test_a_header_with_a_line_break_is_refused_before_sending(fresh_server: FaultServer) -> None:
+    with pytest.raises(HarnessError) as caught:
+        send_one(fresh_server.base_url, "ok", headers=(("X-Evil", "a\r\nX-Injected: 1"),))
+    assert caught.value.code == "usage"
+    assert fresh_server.requests == []
