@@ -432,8 +432,12 @@ class SimServer:
             body = body[: len(body) // 2]
         headers.update(self._done_headers(record, seq, engine))
         response = web.Response(body=body, content_type="application/json", headers=headers)
-        record.note_chunk(time.perf_counter_ns(), plan.output_tokens)
         record.finish_reason = plan.finish_reason
+        await response.prepare(request)  # a Response sends its headers with the body
+        write_ns = time.perf_counter_ns()
+        record.headers_offset_ms = (write_ns - record.arrival_ns) / 1e6
+        record.note_chunk(write_ns, plan.output_tokens)
+        await response.write_eof()
         return response
 
     async def _serve_stream(
@@ -460,7 +464,7 @@ class SimServer:
         record.headers_offset_ms = (time.perf_counter_ns() - record.arrival_ns) / 1e6
         transport = request.transport
         if transport is None:
-            record.outcome = "disconnected"
+            record.outcome = "client_disconnected"
             return response
         seq.sink = _StreamSink(self, parsed, plan, record, fault, transport, done)
         engine.submit(seq)

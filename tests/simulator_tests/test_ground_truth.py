@@ -55,6 +55,12 @@ def test_it_puts_engine_timings_in_non_streaming_headers() -> None:
         response = httpx.post(
             f"{sim.base_url}/chat/completions", json={**BODY, "model": "qwen-7b-a100-batch4"}
         )
+        received_ns = time.perf_counter_ns()
+        request_id = response.headers["X-Sim-Request-Id"]
+        record = httpx.get(f"{sim.root_url}/sim/ground-truth/{request_id}").json()
+    (written_ns,) = record["chunk_write_ns"]
+    assert 0 <= received_ns - written_ns < 50e6
+    assert record["chunk_tokens"] == [20]
     headers = response.headers
     assert float(headers["X-Sim-Prefill-Ms"]) > 0
     assert float(headers["X-Sim-Queue-Ms"]) >= 0
