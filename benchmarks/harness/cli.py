@@ -21,7 +21,7 @@ from benchmarks.harness.errors import HarnessError
 from benchmarks.harness.plan import DEFAULT_PLAN, Plan, Workload, load_workload
 from benchmarks.harness.policy import AddressPolicy, AllowAll, guard_policy
 from benchmarks.harness.records import RequestRecord
-from benchmarks.harness.sweep import BenchConfig, request_budget, run_bench
+from benchmarks.harness.sweep import BenchConfig, ProgressFn, request_budget, run_bench
 
 EXIT_OK = 0
 EXIT_BUDGET_BROKEN = 1  # reserved for the CI gate
@@ -171,12 +171,14 @@ def run_from_args(
         f"{budget.warmup} warm-up, {budget.measured} measured, {budget.probe} cache probe.\n"
     )
     try:
-        report, records = run_bench(config)
+        report, records = run_bench(config, progress=_progress_line(err) if err.isatty() else None)
     except HarnessError as exc:
         err.write(f"bench: {exc.message}\n")
         return {"usage": EXIT_USAGE, "blocked_by_policy": EXIT_REFUSED}.get(
             exc.code, EXIT_UNREACHABLE
         )
+    if err.isatty():
+        err.write("\n")
     for extension in EXTENSIONS if extensions is None else extensions:
         extension.extend_report(args, report, records)
     out.write(render_table(report))
@@ -184,6 +186,13 @@ def run_from_args(
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         out.write(f"Report written to {args.json}\n")
     return exit_code(report, records)
+
+
+def _progress_line(err: TextIO) -> ProgressFn:
+    def show(done: int, total: int) -> None:
+        err.write(f"\r{done} of at most {total} requests")
+
+    return show
 
 
 def exit_code(report: dict[str, Any], records: Sequence[RequestRecord]) -> int:

@@ -50,7 +50,7 @@ class Limits:
     connect_timeout_s: float = 10.0
     ttft_timeout_s: float = 120.0  # from sent to the first token
     idle_timeout_s: float = 60.0  # longest silence between two reads
-    total_timeout_s: float = 600.0  # from scheduled to the end, whatever the server trickles
+    total_timeout_s: float = 600.0  # whole request, connection included, however it trickles
     max_response_bytes: int = 32 * 1024 * 1024
     max_event_bytes: int = 1024 * 1024
     drain_timeout_s: float = 1.0  # after [DONE], for the rest of the body (connection reuse)
