@@ -14,14 +14,15 @@ API_PATHS: dict[str, str] = {"chat": "/chat/completions", "completions": "/compl
 
 @dataclass(frozen=True)
 class EndpointConfig:
-    """An OpenAI-compatible endpoint. The key never appears in a report or a repr."""
+    """An OpenAI-compatible endpoint. The key and header values never appear in a report or a
+    repr (header values may carry a credential, e.g. Azure's `api-key`)."""
 
     base_url: str
     model: str
     api: Api = "chat"
     api_key: str | None = field(default=None, repr=False)
     api_key_header: str = "Authorization"  # "api-key" for Azure-style endpoints
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may carry a key
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     ca_file: str | None = None
 

@@ -277,6 +277,15 @@ async def multi(server: FaultServer, body: dict[str, Any], reply: Reply) -> None
     await _standard(server, body, reply, per_chunk=3)
 
 
+async def strict(server: FaultServer, body: dict[str, Any], reply: Reply) -> None:
+    """Refuses parameters it does not know (as OpenAI's own API does) with a 400."""
+    if "ignore_eos" in body or "min_tokens" in body:
+        body["model"] = "status:400"
+        await status(server, body, reply)
+    else:
+        await _standard(server, body, reply)
+
+
 async def crlf(server: FaultServer, body: dict[str, Any], reply: Reply) -> None:
     reply.line_end = "\r\n"
     await _standard(server, body, reply)

@@ -378,3 +378,28 @@ def test_manage_py_bench_usage_error_exits_2() -> None:
             "bench", "--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--extra-body", "x"
         )
     assert caught.value.code == cli.EXIT_USAGE
+
+
+def test_output_controls_are_dropped_when_the_endpoint_refuses_them(tmp_path: Path) -> None:
+    run = bench(tmp_path, *SMALL, model="strict")
+    assert run.code == cli.EXIT_OK, run.out
+    assert run.report is not None
+    assert run.report["plan"]["output_controls"] == ["max_tokens"]
+    assert run.report["points"][0]["errors"] == {}
+
+
+def test_header_values_may_name_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PW_TEST_KEY", "sk-from-env")
+    argv = [
+        "--base-url",
+        "http://127.0.0.1:1/v1",
+        "--model",
+        "m",
+        "--header",
+        "api-key: ${PW_TEST_KEY}",
+    ]
+    config = cli.config_from_args(cli.build_parser().parse_args(argv))
+    assert config.endpoint.headers == (("api-key", "sk-from-env"),)
+    assert "sk-from-env" not in repr(config)
+    assert config.plan.requests_per_point == 20  # the default plan's
+    assert config.plan.warmup_per_point is None  # one per concurrency slot
