@@ -31,8 +31,8 @@ def test_it_ignores_the_role_only_first_chunk(server: FaultServer) -> None:
     (record,) = send_one(server.base_url, "ok")
     assert record.ttfb_ms is not None
     assert record.ttft_ms is not None
-    assert record.ttfb_ms < 25
     assert record.ttft_ms >= 29
+    assert record.ttft_ms - record.ttfb_ms >= 15
     assert record.ttfa_ms == record.ttft_ms
 
 
