@@ -66,6 +66,11 @@ class Plan:
         """The cache probe uses the largest sweep prompt, and at least 1,000 tokens."""
         return max(*self.prompt_tokens, 1000)
 
+    def calibration_targets(self) -> list[int]:
+        """Every prompt length the run needs, in ascending order."""
+        probe = {self.probe_prompt_tokens()} if self.cache_probe else set()
+        return sorted(set(self.prompt_tokens) | probe)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         for key in ("prompt_tokens", "output_tokens", "concurrency"):

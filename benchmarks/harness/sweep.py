@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from benchmarks.harness import cacheprobe
 from benchmarks.harness.client import StreamingClient
@@ -39,6 +39,7 @@ from benchmarks.harness.report import build_report, point_report, warning
 ProgressFn = Callable[[int, int], None]  # (requests done, requests planned)
 ReportHook = Callable[[dict[str, Any], list[RequestRecord]], None]
 CANCEL_POLL_S = 0.1
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,7 @@ class RequestBudget:
 def request_budget(config: BenchConfig) -> RequestBudget:
     plan = config.plan
     prompts = len(config.workload.sweep_prompts)
-    targets = len(
-        set(plan.prompt_tokens) | ({plan.probe_prompt_tokens()} if plan.cache_probe else set())
-    )
+    targets = len(plan.calibration_targets())
     points = plan.points()
     return RequestBudget(
         check=int(config.check_endpoint),
@@ -123,15 +122,14 @@ def check_endpoint(config: BenchConfig) -> list[str] | None:
         return list_models(client)
 
 
-def _event_loop_run(
-    coroutine: Any,
-) -> tuple[dict[str, Any], list[RequestRecord]]:
+def _event_loop_run(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run on uvloop when it is installed (it is pinned), else on asyncio's own loop."""
     try:
         import uvloop
-    except ImportError:  # pragma: no cover - uvloop is pinned, but the harness runs without it
-        return asyncio.run(coroutine)  # type: ignore[no-any-return]
+    except ImportError:  # pragma: no cover
+        return asyncio.run(coroutine)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(coroutine)  # type: ignore[no-any-return]
+        return runner.run(coroutine)
 
 
 class _Bench:
@@ -243,9 +241,7 @@ class _Bench:
                 self.warnings.append(warning("usage_missing", message))
                 return
             calibration.base_tokens[index] = measured
-        plan = self.config.plan
-        probe = {plan.probe_prompt_tokens()} if plan.cache_probe else set()
-        for target in sorted(set(plan.prompt_tokens) | probe):
+        for target in self.config.plan.calibration_targets():
             for _ in range(CALIBRATION_ATTEMPTS):
                 words = calibration.filler_words(0, target)
                 measured = await self._measure_prompt(0, words, target)
