@@ -229,6 +229,7 @@ def latency_model_block(fitted: Fitted, request: TypicalRequest) -> dict[str, An
         "prefill_tokens_per_s": _finite_or_none(figures["prefill_tokens_per_s"], 1),
         "prefill_ms_per_token": round(fit.ms_per_token, 6),
         "prefill_ms_per_token_sq": fit.ms_per_token_sq,
+        "prefill_floor_ms": round(fit.floor_ms, 3),
         "tpot_ms": _finite_or_none(figures["tpot_ms"]),
         "tpot_ms_by_concurrency": {
             str(c): _finite_or_none(model.tpot_ms_at(c, p)) for c in model.concurrencies
@@ -252,6 +253,7 @@ def latency_model_block(fitted: Fitted, request: TypicalRequest) -> dict[str, An
             "ttft_samples": fit.n,
             "curvature_used": fit.curvature_used,
             "curvature_p_value": fit.curvature_p_value,
+            "floor_lengths": fit.floor_lengths,
             "e2e_median_error_pct": _finite_or_none(_e2e_error_pct(model), 2),
             "samples": int(fitted.table.ttft_ms.size),
             "prompt_tokens_estimated": fitted.table.prompt_tokens_estimated,
@@ -278,7 +280,14 @@ def _fit(table: SampleTable, resamples: int, seed: int) -> Fitted:
     for _ in range(resamples):
         rows = resample_groups(table.rows_by_group, rng)
         try:
-            replicas.append(fit_latency_model(table, rows, curvature=model.prefill.curvature_used))
+            replicas.append(
+                fit_latency_model(
+                    table,
+                    rows,
+                    curvature=model.prefill.curvature_used,
+                    floor_lengths=model.prefill.floor_lengths,
+                )
+            )
         except FitError:
             replicas.append(None)
     return Fitted(table, model, tuple(replicas), connection_stats(table))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -185,9 +185,12 @@ def _design(tokens: FloatArray, degree: int) -> FloatArray:
 
 @dataclass(frozen=True)
 class PrefillFit:
-    """TTFT at the lowest concurrency: overhead_ms + ms_per_token·P + ms_per_token_sq·P².
+    """TTFT at the lowest concurrency: overhead_ms + max(floor_ms, a·P + b·P²).
 
-    P is uncached prompt tokens. The curvature term is zero unless the data demand it.
+    P is uncached prompt tokens, a = `ms_per_token`, b = `ms_per_token_sq`. The floor (a short
+    prompt's forward pass still reads every weight: memory bound) and the curvature (attention)
+    are zero unless the data demand them. `floor_lengths` is how many of the shortest swept
+    lengths sit on the floor.
     """
 
     overhead_ms: float
@@ -198,6 +201,8 @@ class PrefillFit:
     residual_sd_ms: float
     n: int
     outliers: int
+    floor_ms: float = 0.0
+    floor_lengths: int = 0
 
     @property
     def curvature_used(self) -> bool:
@@ -206,12 +211,15 @@ class PrefillFit:
     def prefill_ms(self, uncached_prompt_tokens: float) -> float:
         """Fitted prefill time (ms) of that many uncached tokens; never negative."""
         p = uncached_prompt_tokens
-        return max(self.ms_per_token * p + self.ms_per_token_sq * p * p, 0.0)
+        line_ms = self.ms_per_token * p + self.ms_per_token_sq * p * p
+        floor_ms = self.floor_ms if p > 0 else 0.0
+        return max(line_ms, floor_ms, 0.0)
 
     def prefill_ms_array(self, uncached_prompt_tokens: FloatArray) -> FloatArray:
         """`prefill_ms` of each element (ms)."""
         p = uncached_prompt_tokens
-        return np.maximum(self.ms_per_token * p + self.ms_per_token_sq * p * p, 0.0)
+        line_ms = self.ms_per_token * p + self.ms_per_token_sq * p * p
+        return np.maximum(np.maximum(line_ms, np.where(p > 0, self.floor_ms, 0.0)), 0.0)
 
 
 def _curvature_p_value(design_quad: FloatArray, y: FloatArray, weights: FloatArray) -> float:
@@ -236,48 +244,144 @@ def _curvature_p_value(design_quad: FloatArray, y: FloatArray, weights: FloatArr
     return float(stats.f.sf(f, 1, n - 3))
 
 
+FLOOR_MIN_SHARE = 0.02
+"""A floor or lack of fit must exceed this share of the TTFT (beyond 3 noise SDs) to count."""
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Per prompt-length group medians of one concurrency's TTFTs (ms) and the pure noise."""
+
+    labels: npt.NDArray[np.int64]
+    x: FloatArray
+    y: FloatArray
+    counts: FloatArray
+    noise_sd_ms: float
+
+    @classmethod
+    def of(cls, tokens: FloatArray, ttft_ms: FloatArray, groups: npt.NDArray[np.int64]) -> _Groups:
+        labels = np.unique(groups)
+        x = np.array([np.median(tokens[groups == g]) for g in labels])
+        y = np.array([np.median(ttft_ms[groups == g]) for g in labels])
+        counts = np.array([np.sum(groups == g) for g in labels], dtype=np.float64)
+        within = ttft_ms - y[np.searchsorted(labels, groups)]
+        return cls(labels, x, y, counts, _robust_scale(within))
+
+    def tolerance_ms(self) -> FloatArray:
+        """How far a model may miss a group median before it is a misfit (ms)."""
+        return 3.0 * self.noise_sd_ms / np.sqrt(self.counts) + FLOOR_MIN_SHARE * np.abs(self.y)
+
+    def misfit(self, predicted_ms: FloatArray) -> float:
+        """Count-weighted squared miss of the group medians (ms²)."""
+        return float(np.sum(self.counts * (self.y - predicted_ms) ** 2))
+
+
+def _line(tokens: FloatArray, ttft_ms: FloatArray) -> FloatArray:
+    return robust_fit(_design(tokens, 1), ttft_ms)[0]
+
+
+def _predict(coef: FloatArray, tokens: FloatArray) -> FloatArray:
+    return _design(tokens, coef.size - 1) @ coef
+
+
+def _floor_lengths(tokens: FloatArray, ttft_ms: FloatArray, groups: npt.NDArray[np.int64]) -> int:
+    """How many of the shortest prompt-length groups sit on a prefill floor (0: none).
+
+    Candidates put the k shortest groups on a flat level (their median TTFT) and fit a line
+    through the rest. One is kept when the straight line through everything misses a group
+    median by more than noise and 2%, the floor binds (its level is above the line), and it
+    fits the medians at least four times better than the straight line and, with four or more
+    lengths, twice better than a quadratic (with three, the two cannot be told apart, and a
+    short prompt on a GPU is memory bound, so the floor is preferred).
+    """
+    g = _Groups.of(tokens, ttft_ms, groups)
+    m = g.labels.size
+    if m < 3:
+        return 0
+    line_all = _predict(_line(tokens, ttft_ms), g.x)
+    if np.all(np.abs(g.y - line_all) <= g.tolerance_ms()):
+        return 0
+    quad_misfit = math.inf
+    if m >= 4:
+        quad_misfit = g.misfit(_predict(robust_fit(_design(tokens, 2), ttft_ms)[0], g.x))
+    best_k, best_misfit = 0, 0.25 * g.misfit(line_all)
+    for k in range(1, m - 1):
+        on_line = groups > g.labels[k - 1]
+        coef = _line(tokens[on_line], ttft_ms[on_line])
+        level_ms = float(g.y[k - 1])
+        binding = level_ms - float(_predict(coef, g.x[k - 1 : k])[0]) > g.tolerance_ms()[k - 1]
+        misfit = g.misfit(np.maximum(level_ms, _predict(coef, g.x)))
+        if binding and misfit < best_misfit and misfit < 0.5 * quad_misfit:
+            best_k, best_misfit = k, misfit
+    return best_k
+
+
 def fit_prefill(
-    uncached_prompt_tokens: FloatArray, ttft_ms: FloatArray, *, curvature: bool | None = None
+    uncached_prompt_tokens: FloatArray,
+    ttft_ms: FloatArray,
+    *,
+    groups: npt.NDArray[np.int64] | None = None,
+    curvature: bool | None = None,
+    floor_lengths: int | None = None,
 ) -> PrefillFit:
     """Robust fit of TTFT (ms) against uncached prompt tokens at one concurrency.
 
-    `curvature=None` decides by a partial F-test: the term is kept when p < 0.01, it is convex
-    (attention makes prefill grow faster than linearly, never slower) and it adds at least 5%
-    to the longest prompt's prefill. True/False force the choice (the bootstrap reuses the
-    decision taken on the full data).
+    `groups` labels each request's swept prompt length (default: its rounded token count).
+    `floor_lengths=None` decides whether the shortest lengths sit on a floor (`_floor_lengths`);
+    the line is then fitted on the other lengths, and the floor is their median TTFT less the
+    overhead. `curvature=None` decides by a partial F-test: the quadratic term is kept when
+    p < 0.01, it is convex (attention makes prefill grow faster than linearly, never slower)
+    and it adds at least 5% to the longest prompt's prefill. Fixed values force the choices
+    (the bootstrap reuses the decisions taken on the full data).
     """
-    lengths = np.unique(np.round(uncached_prompt_tokens)).size
+    if groups is None:
+        groups = np.round(uncached_prompt_tokens).astype(np.int64)
+    lengths = np.unique(groups).size
     if ttft_ms.size < 3 or lengths < 2:
         raise FitError("the TTFT fit needs at least two prompt lengths and three requests")
+    if floor_lengths is None:
+        floor_lengths = _floor_lengths(uncached_prompt_tokens, ttft_ms, groups)
+    labels = np.unique(groups)
+    floor_level_ms: float | None = None
+    x, y = uncached_prompt_tokens, ttft_ms
+    if floor_lengths:
+        on_floor = groups <= labels[floor_lengths - 1]
+        floor_level_ms = float(np.median(ttft_ms[on_floor]))
+        x, y = uncached_prompt_tokens[~on_floor], ttft_ms[~on_floor]
+        lengths -= floor_lengths
     p_value: float | None = None
     quad: tuple[FloatArray, FloatArray] | None = None
-    if curvature is not False and lengths >= 3 and ttft_ms.size >= 6:
-        design_quad = _design(uncached_prompt_tokens, 2)
-        quad = robust_fit(design_quad, ttft_ms)
+    if curvature is not False and lengths >= 3 and y.size >= 6:
+        design_quad = _design(x, 2)
+        quad = robust_fit(design_quad, y)
         if curvature is None:
-            p_value = _curvature_p_value(design_quad, ttft_ms, quad[1])
-            x_max = float(np.max(uncached_prompt_tokens)) / TOKENS_PER_UNIT
+            p_value = _curvature_p_value(design_quad, y, quad[1])
+            x_max = float(np.max(x)) / TOKENS_PER_UNIT
             linear_ms, curve_ms = quad[0][1] * x_max, quad[0][2] * x_max**2
             material = curve_ms > CURVATURE_MIN_SHARE * (abs(linear_ms) + curve_ms)
             quad = quad if p_value < CURVATURE_P_VALUE and curve_ms > 0 and material else None
     degree = 1 if quad is None else 2
-    design = _design(uncached_prompt_tokens, degree)
-    coef, weights = robust_fit(design, ttft_ms) if quad is None else quad
-    residuals = ttft_ms - design @ coef
-    inliers = weights > 0
-    centred = ttft_ms[inliers] - np.average(ttft_ms[inliers], weights=weights[inliers])
-    total = float(np.sum(weights[inliers] * centred**2))
-    r2 = 1.0 - float(np.sum(weights * residuals**2)) / total if total > 0 else 1.0
-    return PrefillFit(
-        overhead_ms=float(coef[0]),
+    coef, weights = robust_fit(_design(x, degree), y) if quad is None else quad
+    overhead_ms = float(coef[0])
+    fit = PrefillFit(
+        overhead_ms=overhead_ms,
         ms_per_token=float(coef[1]) / TOKENS_PER_UNIT,
         ms_per_token_sq=float(coef[2]) / TOKENS_PER_UNIT**2 if degree == 2 else 0.0,
         curvature_p_value=p_value,
-        r2=r2,
-        residual_sd_ms=_robust_scale(residuals),
+        r2=math.nan,
+        residual_sd_ms=math.nan,
         n=int(ttft_ms.size),
-        outliers=int(np.sum(~inliers)),
+        outliers=int(np.sum(weights <= 0)),
+        floor_ms=0.0 if floor_level_ms is None else max(floor_level_ms - overhead_ms, 0.0),
+        floor_lengths=floor_lengths,
     )
+    residuals = ttft_ms - overhead_ms - fit.prefill_ms_array(uncached_prompt_tokens)
+    total = float(np.sum((ttft_ms - np.median(ttft_ms)) ** 2))
+    inlier_residuals = residuals[
+        np.abs(residuals) <= BISQUARE_K * max(_robust_scale(residuals), 1e-9)
+    ]
+    r2 = 1.0 - float(np.sum(inlier_residuals**2)) / total if total > 0 else 1.0
+    return replace(fit, r2=r2, residual_sd_ms=_robust_scale(residuals))
 
 
 @dataclass(frozen=True)
@@ -423,15 +527,26 @@ def fit_latency_model(
     rows_by_group: Sequence[IndexArray] | None = None,
     *,
     curvature: bool | None = None,
+    floor_lengths: int | None = None,
 ) -> LatencyModel:
     """Fit the model on the table's rows (all of them, or a bootstrap resample of them)."""
     rows_by_group = table.rows_by_group if rows_by_group is None else rows_by_group
     lowest = min(c for c, _ in table.groups)
-    low_rows = np.concatenate(
-        [rows for (c, _), rows in zip(table.groups, rows_by_group, strict=True) if c == lowest]
+    low = [
+        (target, rows)
+        for (c, target), rows in zip(table.groups, rows_by_group, strict=True)
+        if c == lowest
+    ]
+    low_rows = np.concatenate([rows for _, rows in low])
+    length_groups = np.concatenate(
+        [np.full(rows.size, target, dtype=np.int64) for target, rows in low]
     )
     prefill = fit_prefill(
-        table.uncached_prompt_tokens[low_rows], table.ttft_ms[low_rows], curvature=curvature
+        table.uncached_prompt_tokens[low_rows],
+        table.ttft_ms[low_rows],
+        groups=length_groups,
+        curvature=curvature,
+        floor_lengths=floor_lengths,
     )
     points = []
     for (c, target), rows in zip(table.groups, rows_by_group, strict=True):

@@ -214,9 +214,14 @@ def _shorter_prompt(ctx: LeverContext) -> Estimate | None:
         return None
     removed = CUT_SHARE * own_tokens
     request = ctx.request
-    # A shorter context is also cheaper to decode: every step re-reads its KV cache.
-    shorter_tpot_ms = ctx.model.tpot_ms_at(request.concurrency, request.prompt_tokens - removed)
-    decode_saving_ms = max(request.output_tokens - 1, 0) * (ctx.breakdown.tpot_ms - shorter_tpot_ms)
+    # A shorter context is also cheaper to decode: every step re-reads its KV cache. The
+    # slope comes from the lowest concurrency: at higher ones TPOT against prompt length also
+    # carries the neighbours' prefills sharing the steps, which does not scale this simply.
+    lowest = ctx.model.lowest_concurrency
+    context_tpot_ms = ctx.model.tpot_ms_at(lowest, request.prompt_tokens) - ctx.model.tpot_ms_at(
+        lowest, request.prompt_tokens - removed
+    )
+    decode_saving_ms = max(request.output_tokens - 1, 0) * max(context_tpot_ms, 0.0)
     prefill_saving_ms = _prefill_saving_ms(ctx, removed)
     return Estimate(
         saving_ms=e2e_saving_ms(ctx, service_saving_ms=prefill_saving_ms + decode_saving_ms),
@@ -384,9 +389,12 @@ def _batching(ctx: LeverContext) -> Estimate | None:
 
 
 def _quantization(ctx: LeverContext) -> Estimate | None:
-    tpot_ms = ctx.breakdown.tpot_ms
-    if ctx.breakdown.decode_ms <= 0:
+    """int4 weights. Decode reads fewer bytes; with a declared deployment the roofline also
+    says what prefill does (W4A16 multiplies in bf16, so fp8 weights lose their fp8 cores)."""
+    b = ctx.breakdown
+    if b.decode_ms <= 0:
         return None
+    prefill_ratio = 1.0
     if ctx.target is None:
         ratio = UNDECLARED_INT4_TPOT_RATIO
         basis = "assumed bf16 weights and memory-bound decode (no --hardware/--declared-model)"
@@ -395,15 +403,25 @@ def _quantization(ctx: LeverContext) -> Estimate | None:
         if ctx.target.weight_dtype == "int4":
             return None
         ratio = _min_tpot_ms(ctx, ctx.target, "int4") / _min_tpot_ms(ctx, ctx.target)
+        prompt = max(ctx.request.prompt_tokens - ctx.cached_tokens, 1)
+        prefill_ratio = roofline.prefill_time_s(
+            ctx.target.deployment("int4"), prompt
+        ) / roofline.prefill_time_s(ctx.target.deployment(), prompt)
         basis = f"roofline of {ctx.target.model.name} on {ctx.target.hardware.name}"
         prior = 0.7
+    service_saving_ms = b.decode_ms * (1.0 - ratio) - b.prefill_ms * (prefill_ratio - 1.0)
     return Estimate(
-        saving_ms=e2e_saving_ms(ctx, service_saving_ms=ctx.breakdown.decode_ms * (1.0 - ratio)),
+        saving_ms=e2e_saving_ms(ctx, service_saving_ms=service_saving_ms),
         how=(
             "Serve int4 weights (AWQ/GPTQ; fp8 is the safer half step): decode reads fewer bytes "
             "per token. Check quality on your own prompts."
         ),
-        evidence={"tpot_ms": _r(tpot_ms), "predicted_tpot_ms": _r(tpot_ms * ratio), "basis": basis},
+        evidence={
+            "tpot_ms": _r(b.tpot_ms),
+            "predicted_tpot_ms": _r(b.tpot_ms * ratio),
+            "predicted_prefill_ms": _r(b.prefill_ms * prefill_ratio),
+            "basis": basis,
+        },
         prior_confidence=prior,
     )
 
@@ -442,21 +460,44 @@ def _speculative_decoding(ctx: LeverContext) -> Estimate | None:
     )
 
 
+def _tpot_with_more_slots_ms(ctx: LeverContext, slots: float, new_slots: float) -> float:
+    """TPOT (ms) once `new_slots` requests decode together instead of `slots`: the measured
+    growth per extra sequence, from the lowest concurrency to now, carried on."""
+    request = ctx.request
+    tpot_now_ms = ctx.breakdown.tpot_ms
+    tpot_alone_ms = ctx.model.tpot_ms_at(ctx.model.lowest_concurrency, request.prompt_tokens)
+    extra = slots - ctx.model.lowest_concurrency
+    growth_ms = (tpot_now_ms - tpot_alone_ms) / extra if extra > 0 else 0.0
+    return tpot_now_ms + max(growth_ms, 0.0) * (new_slots - slots)
+
+
 def _scale_out(ctx: LeverContext) -> Estimate | None:
-    queue_ms = ctx.breakdown.queueing_ms
-    if queue_ms <= 0:
+    """Twice the slots: the wait shrinks, but each step decodes more sequences, so TPOT grows
+    as measured between the lowest concurrency and now. A second replica keeps TPOT and
+    saves at least as much (`replica_saving_ms` in the evidence)."""
+    b = ctx.breakdown
+    if b.queueing_ms <= 0:
         return None
-    saving_ms = e2e_saving_ms(ctx, capacity_factor=2.0)
+    concurrency = ctx.request.concurrency
+    slots = capacity_slots(ctx)
+    new_slots = min(float(concurrency), 2.0 * slots)
+    tpot_ms = _tpot_with_more_slots_ms(ctx, slots, new_slots)
+    new_service_ms = b.prefill_ms + max(ctx.request.output_tokens - 1, 0) * tpot_ms
+    new_queue_ms = closed_loop_queue_ms(concurrency, new_service_ms, b.overhead_ms, 2.0 * slots)
+    saving_ms = b.queueing_ms + service_ms(b) - new_queue_ms - new_service_ms
     return Estimate(
         saving_ms=saving_ms,
         how=(
-            "Double the serving capacity (a second replica, or twice the slots if TPOT allows), "
-            "or admit fewer requests at once: requests wait for a free slot."
+            f"Double the serving capacity: twice the slots (about {2 * slots:.0f} sequences at "
+            "once, if memory allows) or a second replica; or admit fewer requests at once. "
+            "Requests now wait for a free slot."
         ),
         evidence={
-            "queue_ms": _r(queue_ms),
-            "queue_ms_after_doubling": _r(queue_ms - saving_ms),
-            "busy_slots": _r(capacity_slots(ctx)),
+            "queue_ms": _r(b.queueing_ms),
+            "queue_ms_after_doubling": _r(new_queue_ms),
+            "busy_slots": _r(slots),
+            "tpot_ms_after_doubling": _r(tpot_ms),
+            "replica_saving_ms": _r(e2e_saving_ms(ctx, capacity_factor=2.0)),
             "queue_ms_by_concurrency": {
                 str(c): _r(ctx.model.queue_ms_at(c, ctx.request.prompt_tokens))
                 for c in ctx.model.concurrencies

@@ -16,6 +16,7 @@ class Truth:
     overhead_ms: float = 40.0
     prefill_ms_per_token: float = 0.05
     prefill_ms_per_token_sq: float = 0.0
+    prefill_floor_ms: float = 0.0
     tpot_ms: float = 20.0
     tpot_ms_per_1k_context: float = 1.0
     batch_slope: float = 0.02
@@ -23,7 +24,8 @@ class Truth:
     reasoning_ms: float = 0.0
 
     def prefill_ms(self, tokens: float) -> float:
-        return self.prefill_ms_per_token * tokens + self.prefill_ms_per_token_sq * tokens**2
+        line = self.prefill_ms_per_token * tokens + self.prefill_ms_per_token_sq * tokens**2
+        return max(line, self.prefill_floor_ms)
 
     def queue_ms(self, concurrency: int, prompt_tokens: float, output_tokens: int) -> float:
         """Steady state of a closed loop: c clients, `slots` servers, a request holding one

@@ -15,6 +15,14 @@ from advisor.core.interpolate import interp_linear
 from tests.advisor_tests.synthetic import Truth, synthetic_samples
 
 
+def _low_columns(samples):
+    low = [s for s in samples if s.concurrency == 1]
+    return (
+        np.array([s.prompt_tokens for s in low], dtype=float),
+        np.array([s.ttft_ms for s in low]),
+    )
+
+
 def _model(truth: Truth, **kwargs: object):
     return fit_latency_model(build_table(synthetic_samples(truth, **kwargs)))
 
@@ -60,6 +68,30 @@ def test_it_keeps_a_straight_line_when_the_data_are_straight():
     for seed in range(5):
         model = _model(Truth(), prompt_lengths=(256, 1024, 4096, 8192), seed=seed)
         assert not model.prefill.curvature_used, seed
+
+
+def test_short_prompts_on_a_memory_bound_floor_do_not_bend_the_line():
+    # 64 tokens x 0.03 ms = 2 ms of compute, but the pass still reads every weight: 10 ms.
+    truth = Truth(overhead_ms=20.0, prefill_ms_per_token=0.03, prefill_floor_ms=10.0)
+    lengths = (64, 512, 2048)
+    model = _model(truth, prompt_lengths=lengths, concurrencies=(1,))
+    assert model.prefill.floor_lengths == 1
+    assert model.prefill.overhead_ms == pytest.approx(20.0, abs=2.0)
+    assert model.prefill.ms_per_token == pytest.approx(0.03, rel=0.05)
+    assert model.prefill.prefill_ms(64) == pytest.approx(10.0, abs=2.0)
+    # What a straight line through all three lengths would have said:
+    straight = fit_prefill(
+        *_low_columns(synthetic_samples(truth, prompt_lengths=lengths, concurrencies=(1,))),
+        floor_lengths=0,
+    )
+    assert straight.overhead_ms - 20.0 > 4.0
+    assert straight.prefill_ms(1024) < 0.9 * truth.prefill_ms(1024)
+
+
+def test_no_floor_is_invented_for_a_straight_line():
+    for seed in range(5):
+        model = _model(Truth(), prompt_lengths=(64, 512, 2048, 8192), seed=seed)
+        assert model.prefill.floor_lengths == 0, seed
 
 
 def test_missing_usage_falls_back_to_target_lengths_and_says_so():
