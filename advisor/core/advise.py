@@ -399,3 +399,23 @@ def advise(
         already_applied=_already_applied(probe, ctx),
         slo=slo,
     )
+
+
+def advise_run(
+    records: Iterable[RequestLike | Sample],
+    report: Mapping[str, Any],
+    *,
+    workload: Workload | None = None,
+    slo: Slo | None = None,
+    declared: Declared | None = None,
+) -> AdvisorResult:
+    """`advise` with the run-level inputs read from the harness's report: `valid` and
+    `cache_probe` (null when the probe was not run)."""
+    return advise(
+        records,
+        run_valid=bool(report.get("valid", True)),
+        cache_probe=report.get("cache_probe"),
+        workload=workload,
+        slo=slo,
+        declared=declared,
+    )

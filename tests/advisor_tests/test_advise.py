@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from advisor.core.advise import advise
+from advisor.core.advise import advise, advise_run
 from advisor.core.limits import DeclaredError
 from advisor.core.samples import CacheProbe, Declared, Slo
 from advisor.core.workload import Workload, WorkloadError
@@ -307,3 +307,13 @@ def test_roofline_tells_near_the_limit_from_far_below():
     # 1024 tokens x 16 GFLOP = 16 TFLOP: ~17 ms at 989 TFLOP/s, so 205 ms is ~8% MFU.
     assert roofline["mfu"] == pytest.approx(0.08, abs=0.02)
     assert roofline["prefill_verdict"] == "far_below"
+
+
+def test_advise_run_reads_validity_and_the_cache_probe_from_the_report():
+    samples = synthetic_samples(PREFILL_HEAVY)
+    workload = Workload(prompt_tokens=1024, shared_prefix_tokens=512)
+    report = {"valid": True, "cache_probe": {"server_caches": True, "cold_ttft_ms": 900.0}}
+    blocks = advise_run(samples, report, workload=workload).to_report_blocks()
+    assert [a["lever"] for a in blocks["diagnosis"]["already_applied"]] == ["prompt_caching"]
+    invalid = advise_run(samples, {"valid": False, "cache_probe": None}, workload=workload)
+    assert invalid.to_report_blocks()["diagnosis"]["bottleneck"] == "invalid_run"
