@@ -149,23 +149,24 @@ def _first_number(block: Mapping[str, Any], *keys: str) -> float | None:
 def cache_probe_from_report(block: Mapping[str, Any] | None) -> CacheProbe | None:
     """Read the report's `cache_probe` block (None when the probe was not run).
 
-    Accepts flat keys (`cold_ttft_ms`) or nested ones (`cold: {ttft_ms: ...}`).
+    Accepts the harness's flat keys (`cold_ttft_ms`, `warm_cached_prompt_tokens`, medians
+    that may be fractional) or nested ones (`cold: {ttft_ms: ...}`).
     """
     if block is None:
         return None
     caches = block.get("server_caches")
     warm = block.get("warm")
-    warm_cached = block.get("warm_cached_tokens")
+    warm_cached = _first_number(block, "warm_cached_prompt_tokens", "warm_cached_tokens")
     if warm_cached is None and isinstance(warm, Mapping):
-        warm_cached = warm.get("cached_tokens")
-    prompt_tokens = block.get("prompt_tokens")
+        warm_cached = _first_number(warm, "cached_tokens")
+    prompt_tokens = _first_number(block, "prompt_tokens")
     return CacheProbe(
         server_caches=caches if isinstance(caches, bool) else None,
         cold_ttft_ms=_first_number(block, "cold_ttft_ms", "cold"),
         warm_ttft_ms=_first_number(block, "warm_ttft_ms", "warm"),
         shared_prefix_ttft_ms=_first_number(block, "shared_prefix_ttft_ms", "shared_prefix"),
-        prompt_tokens=int(prompt_tokens) if isinstance(prompt_tokens, int) else None,
-        warm_cached_tokens=int(warm_cached) if isinstance(warm_cached, int) else None,
+        prompt_tokens=None if prompt_tokens is None else round(prompt_tokens),
+        warm_cached_tokens=None if warm_cached is None else round(warm_cached),
     )
 
 

@@ -55,6 +55,15 @@ def test_only_measured_successes_enter_the_fit_and_cached_tokens_are_not_prefill
     [
         {"server_caches": True, "cold_ttft_ms": 120.0, "warm_ttft_ms": 20.0},
         {"server_caches": True, "cold": {"ttft_ms": 120.0}, "warm": {"ttft_ms": 20.0}},
+        {
+            "server_caches": True,
+            "cold_ttft_ms": 120.0,
+            "warm_ttft_ms": 20.0,
+            "shared_prefix_ttft_ms": 25.0,
+            "prompt_tokens": 1023.5,
+            "warm_cached_prompt_tokens": 1008.0,
+            "evidence": "the server reported 1008 cached prompt tokens on a warm repeat",
+        },
     ],
 )
 def test_the_cache_probe_block_parses_flat_or_nested(block):
