@@ -39,9 +39,16 @@ class CliExtension(Protocol):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
 
+    def check_arguments(self, args: argparse.Namespace) -> None:
+        """Raise `HarnessError("usage", ...)` for bad arguments, before any request is sent."""
+
     def extend_report(
         self, args: argparse.Namespace, report: dict[str, Any], records: list[RequestRecord]
     ) -> None: ...
+
+    def summary_lines(self, report: dict[str, Any]) -> list[str]:
+        """Plain words printed under the table."""
+        ...
 
 
 # The advisor appends its extension here (flags such as --workload-*, and the report blocks
@@ -159,8 +166,11 @@ def run_from_args(
     extensions: Sequence[CliExtension] | None = None,
 ) -> int:
     """Run the bench the arguments describe, print it, write the JSON; return the exit code."""
+    chosen = EXTENSIONS if extensions is None else extensions
     try:
         config = config_from_args(args)
+        for extension in chosen:
+            extension.check_arguments(args)
     except HarnessError as exc:
         err.write(f"bench: {exc.message}\n")
         return EXIT_USAGE
@@ -179,9 +189,11 @@ def run_from_args(
         )
     if err.isatty():
         err.write("\n")
-    for extension in EXTENSIONS if extensions is None else extensions:
+    for extension in chosen:
         extension.extend_report(args, report, records)
     out.write(render_table(report))
+    for extension in chosen:
+        out.writelines(f"{line}\n" for line in extension.summary_lines(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         out.write(f"Report written to {args.json}\n")

@@ -8,7 +8,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from advisor.bench import AdvisorExtension
 from benchmarks.harness import cli
+
+# The harness measures; the advisor adds its flags, report blocks and verdict.
+EXTENSIONS = [AdvisorExtension()]
 
 
 class Command(BaseCommand):
@@ -17,8 +21,10 @@ class Command(BaseCommand):
     requires_migrations_checks = False
 
     def add_arguments(self, parser: CommandParser) -> None:
-        cli.add_arguments(parser)
+        cli.add_arguments(parser, EXTENSIONS)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        code = cli.run_from_args(argparse.Namespace(**options), out=sys.stdout, err=sys.stderr)
+        code = cli.run_from_args(
+            argparse.Namespace(**options), out=sys.stdout, err=sys.stderr, extensions=EXTENSIONS
+        )
         sys.exit(code)  # the exit codes are a public interface (CI pipelines read them)
