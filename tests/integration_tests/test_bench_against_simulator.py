@@ -113,3 +113,50 @@ def test_cache_probe_sees_a_prefix_cache_only_where_there_is_one(
         assert result.returncode in (0, 3), result.stdout + result.stderr
         verdicts[model] = json.loads(report_path.read_text())["cache_probe"]["server_caches"]
     assert verdicts == {"llama-8b-h100": False, "llama-8b-h100-cache": True}
+
+
+def test_bench_names_the_bottleneck_and_prices_the_levers(
+    simulator: tuple[str, Path], tmp_path: Path
+) -> None:
+    """llama-8b-h100 writes 64 tokens at ~6 ms each after a ~20-60 ms prefill: decode-bound."""
+    base_url, _ = simulator
+    report_path = tmp_path / "advised.json"
+    result = _bench(
+        base_url, "llama-8b-h100", report_path,
+        "--prompt-tokens", "128,512,1024", "--output-tokens", "64", "--concurrency", "1",
+        "--requests", "10", "--workload-prompt-tokens", "600", "--workload-output-tokens", "64",
+        "--hardware", "h100-sxm", "--declared-model", "llama-3.1-8b", "--dtype", "bf16",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "decode-bound" in result.stdout
+    report = json.loads(report_path.read_text())
+    diagnosis = report["diagnosis"]
+    assert diagnosis["bottleneck"] == "decode"
+    assert diagnosis["ttft_bottleneck"] == "prefill"
+    assert diagnosis["workload"]["prompt_tokens"] == 600
+    breakdown = diagnosis["breakdown_ms"]
+    # ~63 tokens x ~6.3 ms each, from the preset's physics (docs/simulator.md).
+    assert 300 < breakdown["decode"] < 500
+    assert diagnosis["roofline"] is not None
+    levers = [item["lever"] for item in report["recommendations"]]
+    assert "quantization" in levers
+    assert all(item["expected_saving_ms"] is not None for item in report["recommendations"])
+    assert report["latency_model"]["tpot_ms"] == pytest.approx(6.3, rel=0.15)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--hardware", "h100-sxm"],
+        ["--hardware", "tpu-v9", "--declared-model", "llama-3.1-8b", "--dtype", "bf16"],
+        ["--workload-concurrency", "0"],
+        ["--objective", "cheapest"],
+    ],
+)
+def test_bad_advisor_flags_are_usage_errors_before_any_request(
+    flags: list[str], tmp_path: Path
+) -> None:
+    # Port 9 (discard) on loopback: a request sent there would fail with exit 4, not 2.
+    result = _bench("http://127.0.0.1:9/v1", "m", tmp_path / "r.json", *flags)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Sending" not in result.stdout
