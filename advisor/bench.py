@@ -64,8 +64,7 @@ class AdvisorExtension:
         if given and len(given) < 3:
             raise HarnessError(
                 "usage",
-                "--hardware, --declared-model and --dtype go together (a roofline needs all "
-                "three)",
+                "--hardware, --declared-model and --dtype go together (a roofline needs all three)",
             )
         try:
             resolve_declared(declared)
