@@ -121,7 +121,7 @@ def harness_client(args: argparse.Namespace) -> dict:
     return {
         "requests": [
             {
-                "id": r.nonce.split()[1].rstrip("]"),
+                "id": (r.nonce or "").split()[1].rstrip("]"),
                 "ttft_ms": r.ttft_ms,
                 "tpot_ms": r.tpot_ms,
                 "chunks": len(r.chunk_offsets_us),

@@ -111,7 +111,7 @@ def get_json(port: int, path: str, method: str = "GET") -> dict[str, float]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         connection.request(method, path)
-        return json.loads(connection.getresponse().read())  # type: ignore[no-any-return]
+        return json.loads(connection.getresponse().read())
     finally:
         connection.close()
 

@@ -16,6 +16,7 @@ import pytest
 
 from benchmarks.harness import cli
 from benchmarks.harness.config import EndpointConfig
+from benchmarks.harness.errors import HarnessError
 from benchmarks.harness.metrics import WARNING_CODES, undocumented_fields
 from benchmarks.harness.plan import Plan
 from benchmarks.harness.records import RequestRecord
@@ -119,7 +120,9 @@ def test_every_report_field_has_a_metric_entry(sweep: Bench) -> None:
 
 
 def test_it_announces_at_least_as_many_requests_as_it_sends(sweep: Bench) -> None:
-    announced = int(re.search(r"Sending at most (\d+) requests", sweep.out).group(1))
+    match = re.search(r"Sending at most (\d+) requests", sweep.out)
+    assert match is not None, sweep.out
+    announced = int(match.group(1))
     assert len(sweep.server.requests) <= announced
     assert len(sweep.server.requests) >= 4 * (10 + 1) + 9  # measured, warm-up 1 and 4, probe
 
@@ -341,6 +344,13 @@ class _Extension:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--objective", default="latency")
 
+    def check_arguments(self, args: argparse.Namespace) -> None:
+        if args.objective == "refuse":
+            raise HarnessError("usage", "objective refused")
+
+    def summary_lines(self, report: dict[str, Any]) -> list[str]:
+        return [f"extension says: {len(report['points'])} points"]
+
     def extend_report(
         self, args: argparse.Namespace, report: dict[str, Any], records: list[RequestRecord]
     ) -> None:
@@ -359,6 +369,27 @@ def test_the_cli_takes_an_extension(tmp_path: Path) -> None:
     assert_valid_or_client_noise(code, report)
     assert report["recommendations"][0]["objective"] == "cost"
     assert undocumented_fields(report) == []  # a reserved block
+
+
+def test_an_extension_refuses_its_arguments_before_any_request() -> None:
+    with FaultServer() as server:
+        argv = ["--base-url", server.base_url, "--model", "ok", *SMALL, "--objective", "refuse"]
+        args = cli.build_parser([_Extension()]).parse_args(argv)
+        err = io.StringIO()
+        code = cli.run_from_args(args, out=io.StringIO(), err=err, extensions=[_Extension()])
+        assert code == cli.EXIT_USAGE
+        assert "objective refused" in err.getvalue()
+        assert server.requests == []
+
+
+def test_an_extensions_summary_follows_the_table() -> None:
+    with FaultServer() as server:
+        argv = ["--base-url", server.base_url, "--model", "ok", *SMALL]
+        args = cli.build_parser([_Extension()]).parse_args(argv)
+        out = io.StringIO()
+        cli.run_from_args(args, out=out, err=io.StringIO(), extensions=[_Extension()])
+    text = out.getvalue()
+    assert text.index("extension says:") > text.index("ttft p50")
 
 
 def test_manage_py_bench_exits_with_the_harness_code(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ def test_it_derives_tpot_and_itl_from_chunk_arrivals(server: FaultServer) -> Non
     assert record.tpot_ms is not None
     assert 8 <= record.tpot_ms <= 40  # server writes a token every 10 ms
     assert len(record.itl_ms) == 5
+    assert record.ttft_ms is not None
     assert record.e2e_ms == pytest.approx(record.ttft_ms + sum(record.itl_ms), abs=0.01)
 
 
