@@ -1,7 +1,8 @@
 """Every metric and report field as data (name, unit, definition), matching docs GLOSSARY.
 
 The report schema page and the CSV headers are generated from here; a report field without an
-entry fails a test. Regenerate the page with `python -m benchmarks.harness.metrics --write`.
+entry fails a test. Regenerate the page, advisor blocks included, with
+`python -m advisor.report_schema --write`.
 """
 
 from __future__ import annotations
@@ -427,8 +428,8 @@ def render_report_schema(extra_sections: Sequence[str] = ()) -> str:
     lines = [
         "# Report schema (version 1.0)",
         "",
-        "<!-- Generated from benchmarks/harness/metrics.py by",
-        "     `python -m benchmarks.harness.metrics --write`. Do not edit by hand. -->",
+        "<!-- Generated from benchmarks/harness/metrics.py and advisor/report_schema.py by",
+        "     `python -m advisor.report_schema --write`. Do not edit by hand. -->",
         "",
         "`python manage.py bench --json PATH` writes this report. Every duration comes from a",
         "monotonic clock on the machine that sent the requests; times are milliseconds unless a",
@@ -469,11 +470,10 @@ def _table(metrics: Sequence[Metric]) -> list[str]:
 
 
 def main(argv: Sequence[str]) -> int:
+    """Print the harness's part of the page; the committed page (with the advisor's blocks)
+    is written by `python -m advisor.report_schema --write`."""
     text = render_report_schema()
-    if "--write" in argv:
-        SCHEMA_DOC_PATH.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+    sys.stdout.write(text)
     return 0
 
 

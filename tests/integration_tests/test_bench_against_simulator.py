@@ -18,6 +18,9 @@ from typing import Any
 
 import pytest
 
+from advisor.report_schema import ADVISOR_SECTIONS
+from benchmarks.harness.metrics import undocumented_fields
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -142,6 +145,8 @@ def test_bench_names_the_bottleneck_and_prices_the_levers(
     assert "quantization" in levers
     assert all(item["expected_saving_ms"] is not None for item in report["recommendations"])
     assert report["latency_model"]["tpot_ms"] == pytest.approx(6.3, rel=0.15)
+    # Every field the advisor wrote is documented in docs/report-schema.md.
+    assert undocumented_fields(report, ADVISOR_SECTIONS) == []
 
 
 @pytest.mark.parametrize(
