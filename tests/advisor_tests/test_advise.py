@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from advisor.core.samples import CacheProbe, Declared, Slo
 from advisor.core.workload import Workload, WorkloadError
 from tests.advisor_tests.synthetic import Truth, drop_successes, synthetic_samples
 
-FAST = {"resamples": 60}
+FAST: dict[str, Any] = {"resamples": 60}
 
 DECODE_HEAVY = Truth(overhead_ms=20, prefill_ms_per_token=0.02, tpot_ms=25, batch_slope=0.01)
 PREFILL_HEAVY = Truth(overhead_ms=20, prefill_ms_per_token=1.0, tpot_ms=5)
@@ -21,8 +22,8 @@ QUEUE_HEAVY = Truth(slots=2, tpot_ms=5, prefill_ms_per_token=0.02)
 OVERHEAD_HEAVY = Truth(overhead_ms=400, prefill_ms_per_token=0.01, tpot_ms=2)
 
 
-def _blocks(truth: Truth, workload: Workload, **kwargs: object) -> dict:
-    samples = synthetic_samples(truth, seed=kwargs.pop("seed", 0))  # type: ignore[arg-type]
+def _blocks(truth: Truth, workload: Workload, **kwargs: Any) -> dict:
+    samples = synthetic_samples(truth, seed=kwargs.pop("seed", 0))
     return advise(samples, workload=workload, **{**FAST, **kwargs}).to_report_blocks()
 
 

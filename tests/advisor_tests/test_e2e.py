@@ -54,14 +54,15 @@ def _expected_parts(params: ServerParams, workload: Workload) -> dict[str, float
 @pytest.mark.parametrize("bottleneck", list(CASES))
 def test_it_explains_a_server_whose_physics_it_did_not_write(bottleneck):
     params, workload, top_lever = CASES[bottleneck]
-    concurrencies = (1, workload.concurrency) if workload.concurrency != 1 else (1, 4)
+    concurrency = workload.concurrency or 1
+    concurrencies = (1, concurrency) if concurrency != 1 else (1, 4)
     plan = SweepPlan(
         prompt_lengths=(64, 512, 2048),
         concurrencies=concurrencies,
         output_tokens=workload.output_tokens or 16,
         # With a queue, enough requests per client for it to reach its steady state: the
         # first wave starts together and waits less (0, 0, S, S, 2S, ...) than later ones.
-        requests=8 if workload.concurrency == 1 else 5 * workload.concurrency,
+        requests=8 if concurrency == 1 else 5 * concurrency,
     )
     with running(params) as base_url:
         records = sweep(base_url, plan)
@@ -75,13 +76,13 @@ def test_it_explains_a_server_whose_physics_it_did_not_write(bottleneck):
     # The client and the loopback add about a millisecond to the server's own overhead.
     assert parts["overhead"] == pytest.approx(expected["overhead"], abs=3.0)
     assert parts["prefill"] == pytest.approx(expected["prefill"], rel=0.15, abs=2.0)
-    if workload.concurrency == 1:
+    if concurrency == 1:
         assert parts["decode"] == pytest.approx(expected["decode"], rel=0.1)
         assert parts["queueing"] == 0.0
     else:
         # Closed loop, c clients, s slots: a cycle is c / s services, the wait the rest.
         service_ms = expected["prefill"] + expected["decode"]
-        expected_queue_ms = (workload.concurrency / params.slots - 1) * service_ms
+        expected_queue_ms = (concurrency / params.slots - 1) * service_ms
         assert parts["queueing"] == pytest.approx(expected_queue_ms, rel=0.2)
 
 

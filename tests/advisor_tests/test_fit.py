@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from advisor.core.interpolate import interp_linear
 from tests.advisor_tests.synthetic import Truth, synthetic_samples
 
 
-def _low_columns(samples):
+def _low_columns(samples: Any) -> Any:
     low = [s for s in samples if s.concurrency == 1]
     return (
         np.array([s.prompt_tokens for s in low], dtype=float),
@@ -23,7 +24,7 @@ def _low_columns(samples):
     )
 
 
-def _model(truth: Truth, **kwargs: object):
+def _model(truth: Truth, **kwargs: Any):
     return fit_latency_model(build_table(synthetic_samples(truth, **kwargs)))
 
 
