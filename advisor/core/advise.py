@@ -49,6 +49,9 @@ from advisor.core.samples import (
 from advisor.core.workload import TypicalRequest, Workload, WorkloadError, typical_request
 
 BOOTSTRAP_RESAMPLES = 200
+MODEL_ERROR_SD = 0.05
+"""Relative error of each predicted part beyond sampling noise (the accuracy runs on the
+independent server put decode and queueing within about 5%)."""
 
 
 @dataclass(frozen=True)
@@ -264,6 +267,27 @@ def latency_model_block(fitted: Fitted, request: TypicalRequest) -> dict[str, An
     }
 
 
+def bottleneck_confidence(
+    bottleneck: str, replicas: Sequence[Breakdown], resamples: int, *, seed: int
+) -> float:
+    """Share of bootstrap resamples naming `bottleneck` as the largest part.
+
+    Each resample's parts are also scaled by 1 + N(0, 5%), the model's own error: sampling noise
+    alone makes two parts 2% apart look certain when the runs are precise. A resample whose
+    refit failed counts as disagreeing. In [0, 1]; 1.0 without resamples.
+    """
+    if resamples == 0:
+        return 1.0
+    rng = np.random.default_rng(seed + 1)
+    agreeing = 0
+    for replica in replicas:
+        parts = replica.parts()
+        jitter = 1.0 + rng.normal(0.0, MODEL_ERROR_SD, size=len(parts))
+        scaled = {name: value * j for (name, value), j in zip(parts.items(), jitter, strict=True)}
+        agreeing += max(scaled, key=lambda name: scaled[name]) == bottleneck
+    return agreeing / resamples
+
+
 def _successes_by_point(samples: Sequence[Sample]) -> list[tuple[int, int, int]]:
     counts: Counter[tuple[int, int]] = Counter()
     for s in samples:
@@ -357,8 +381,9 @@ def advise(
     replicas = [
         (m, predict_typical(m, request, cached_tokens)) for m in fitted.replicas if m is not None
     ]
-    agreeing = sum(b.bottleneck == breakdown.bottleneck for _, b in replicas)
-    confidence = agreeing / len(fitted.replicas) if fitted.replicas else 1.0
+    confidence = bottleneck_confidence(
+        breakdown.bottleneck, [b for _, b in replicas], len(fitted.replicas), seed=seed
+    )
     reasons = data_reasons(table, request, _successes_by_point(samples))
     reasons += confidence_reason(confidence, breakdown.bottleneck)
 

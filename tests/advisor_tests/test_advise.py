@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from advisor.core.advise import advise, advise_run
+from advisor.core.advise import advise, advise_run, bottleneck_confidence
+from advisor.core.diagnosis import Breakdown
 from advisor.core.limits import DeclaredError
 from advisor.core.samples import CacheProbe, Declared, Slo
 from advisor.core.workload import Workload, WorkloadError
@@ -92,7 +93,7 @@ def test_a_workload_beyond_one_and_a_half_times_the_measured_range_is_refused(wo
     assert blocks["diagnosis"]["bottleneck"] == "insufficient_data"
     assert code in {r["code"] for r in blocks["diagnosis"]["reasons"]}
     inside = (
-        replace(workload, concurrency=16) if workload.concurrency else Workload(prompt_tokens=4096)
+        replace(workload, concurrency=12) if workload.concurrency else Workload(prompt_tokens=4096)
     )
     inside_blocks = advise(synthetic_samples(Truth()), workload=inside, **FAST)
     assert inside_blocks.to_report_blocks()["diagnosis"]["reasons"] == []
@@ -318,3 +319,22 @@ def test_advise_run_reads_validity_and_the_cache_probe_from_the_report():
     assert [a["lever"] for a in blocks["diagnosis"]["already_applied"]] == ["prompt_caching"]
     invalid = advise_run(samples, {"valid": False, "cache_probe": None}, workload=workload)
     assert invalid.to_report_blocks()["diagnosis"]["bottleneck"] == "invalid_run"
+
+
+def test_confidence_counts_the_models_own_error_not_only_sampling_noise():
+    def parts(decode_ms: float) -> Breakdown:
+        return Breakdown(
+            overhead_ms=10,
+            queueing_ms=100,
+            prefill_ms=5,
+            decode_ms=decode_ms,
+            tpot_ms=1,
+            reasoning_ms=0,
+        )
+
+    # Two hundred identical resamples: sampling noise alone would say 100%.
+    close = bottleneck_confidence("decode", [parts(102)] * 200, 200, seed=0)
+    clear = bottleneck_confidence("decode", [parts(130)] * 200, 200, seed=0)
+    assert 0.3 < close < 0.75
+    assert clear > 0.97
+    assert bottleneck_confidence("decode", [parts(130)] * 100, 200, seed=0) < 0.55
