@@ -29,19 +29,25 @@ async def run_load(
     duration_s: float | None = None,
     seed: int = 0,
 ) -> None:
-    """Warm-up first (closed loop), then `requests` measured requests or `duration_s` seconds.
+    """Warm-up first, then `requests` measured requests or `duration_s` seconds.
 
-    Closed loop: a request is due when its concurrency slot frees. Open loop: requests are due at
-    Poisson arrival times of `rate_per_s`, and `concurrency` caps how many are in flight; a
-    request that waits for a slot shows it as client delay.
+    Closed loop: a request is due when its concurrency slot frees, and each slot goes straight
+    from its warm-up requests to measured ones, so the measured requests meet a server already
+    in its steady state (a barrier after warm-up would start them all at once, and a queueing
+    server would make the first wave wait less than the rest). Open loop: warm-up runs closed
+    loop, then requests are due at Poisson arrival times of `rate_per_s`, and `concurrency`
+    caps how many are in flight; a request that waits for a slot shows it as client delay.
     """
+    if rate_per_s is None:
+        await _closed_loop(
+            send, count=requests, concurrency=concurrency, warmup=warmup, duration_s=duration_s
+        )
+        return
     if warmup:
-        await _closed_loop(send, count=warmup, concurrency=concurrency, warmup=True)
+        await _closed_loop(send, count=0, concurrency=concurrency, warmup=warmup)
     deadline_ns = None
     if duration_s is not None:
         deadline_ns = time.perf_counter_ns() + int(duration_s * 1e9)
-    if rate_per_s is None:
-        await _closed_loop(send, count=requests, concurrency=concurrency, deadline_ns=deadline_ns)
     else:
         await _open_loop(
             send,
@@ -58,22 +64,30 @@ async def _closed_loop(
     *,
     count: int,
     concurrency: int,
-    warmup: bool = False,
-    deadline_ns: int | None = None,
+    warmup: int = 0,
+    duration_s: float | None = None,
 ) -> None:
+    """`warmup` then `count` requests from `concurrency` slots; measured requests are numbered
+    from 0, and `duration_s` runs from the first measured request."""
     next_index = 0
+    deadline_ns: int | None = None
 
     async def worker() -> None:
-        nonlocal next_index
-        while next_index < count:
+        nonlocal next_index, deadline_ns
+        while next_index < warmup + count:
             now_ns = time.perf_counter_ns()
+            index, next_index = next_index, next_index + 1
+            if index < warmup:
+                await send(index, True, now_ns)
+                continue
+            if deadline_ns is None and duration_s is not None:
+                deadline_ns = now_ns + int(duration_s * 1e9)
             if deadline_ns is not None and now_ns >= deadline_ns:
                 return
-            index, next_index = next_index, next_index + 1
-            await send(index, warmup, now_ns)
+            await send(index - warmup, False, now_ns)
 
     async with asyncio.TaskGroup() as group:
-        for _ in range(min(concurrency, count)):
+        for _ in range(min(concurrency, warmup + count)):
             group.create_task(worker())
 
 

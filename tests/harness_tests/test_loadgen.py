@@ -37,6 +37,21 @@ def test_closed_loop_holds_concurrency_and_counts_warmup_apart() -> None:
     assert sorted(measured) == list(range(12))
 
 
+def test_closed_loop_slots_go_straight_from_warmup_to_measured_requests() -> None:
+    """No barrier after warm-up: a slot whose warm-up request is done starts measuring while the
+    other slots are still warming up."""
+    starts: dict[tuple[bool, int], int] = {}
+    ends: dict[tuple[bool, int], int] = {}
+
+    async def send(index: int, warmup: bool, scheduled_ns: int) -> None:
+        starts[warmup, index] = time.perf_counter_ns()
+        await asyncio.sleep(0.005 if (warmup and index == 0) else 0.05)
+        ends[warmup, index] = time.perf_counter_ns()
+
+    asyncio.run(run_load(send, concurrency=2, requests=2, warmup=2))
+    assert starts[False, 0] < ends[True, 1]
+
+
 def test_open_loop_arrivals_follow_the_rate() -> None:
     server = FakeServer(0.001)
     started = time.perf_counter()
