@@ -9,7 +9,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from benchmarks.harness.metrics import SCHEMA_DOC_PATH, Metric, render_report_schema
+from benchmarks.harness.metrics import (
+    SCHEMA_DOC_PATH,
+    Metric,
+    metric_table,
+    render_report_schema,
+)
 
 
 def _m(name: str, unit: str, definition: str, type_: str = "number") -> Metric:
@@ -272,12 +277,10 @@ ADVISOR_SECTIONS: dict[str, tuple[Metric, ...]] = {
 
 def render_advisor_sections() -> list[str]:
     """The Markdown tables of the advisor's blocks, one section each."""
-    sections = []
-    for path, metrics in ADVISOR_SECTIONS.items():
-        rows = ["| name | type | unit | definition |", "|---|---|---|---|"]
-        rows += [f"| `{m.name}` | {m.type} | {m.unit} | {m.definition} |" for m in metrics]
-        sections.append("\n".join([f"### `{path}`", "", *rows]))
-    return sections
+    return [
+        "\n".join([f"### `{path}`", "", *metric_table(metrics)])
+        for path, metrics in ADVISOR_SECTIONS.items()
+    ]
 
 
 def render_full_report_schema() -> str:

@@ -440,8 +440,8 @@ def render_report_schema(extra_sections: Sequence[str] = ()) -> str:
     ]
     for path, metrics in REPORT_SECTIONS.items():
         title = {"": "Top level", "statistics": "Statistics object"}.get(path, f"`{path}`")
-        lines += [f"## {title}", "", *_table(metrics), ""]
-    lines += ["## Per request (records and CSV columns)", "", *_table(REQUEST_METRICS), ""]
+        lines += [f"## {title}", "", *metric_table(metrics), ""]
+    lines += ["## Per request (records and CSV columns)", "", *metric_table(REQUEST_METRICS), ""]
     lines += ["## Warning codes", "", "| code | makes the run invalid | meaning |", "|---|---|---|"]
     lines += [
         f"| `{code}` | {'yes' if bad else 'no'} | {text} |"
@@ -462,7 +462,7 @@ def render_report_schema(extra_sections: Sequence[str] = ()) -> str:
     return "\n".join(lines)
 
 
-def _table(metrics: Sequence[Metric]) -> list[str]:
+def metric_table(metrics: Sequence[Metric]) -> list[str]:
     rows = ["| name | type | unit | definition |", "|---|---|---|---|"]
     for metric in metrics:
         rows.append(f"| `{metric.name}` | {metric.type} | {metric.unit} | {metric.definition} |")
