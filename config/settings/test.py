@@ -58,7 +58,7 @@ os.environ.setdefault("PHASEWISE_HEALTH_TIMEOUT_S", "1")
 if _answers("127.0.0.1", 5432):
     os.environ["DATABASE_URL"] = (
         os.environ.get("PHASEWISE_TEST_DATABASE_URL")
-        or "postgres://postgres@127.0.0.1:5432/phasewise"
+        or "postgres://postgres@127.0.0.1:5432/postgres"
     )
     TEST_DATABASE_IS_POSTGRES = True
 else:
