@@ -410,12 +410,19 @@ def _quantization(ctx: LeverContext) -> Estimate | None:
         basis = f"roofline of {ctx.target.model.name} on {ctx.target.hardware.name}"
         prior = 0.7
     service_saving_ms = b.decode_ms * (1.0 - ratio) - b.prefill_ms * (prefill_ratio - 1.0)
+    how = (
+        "Serve int4 weights (AWQ/GPTQ; fp8 is the safer half step): decode reads fewer bytes "
+        "per token. Check quality on your own prompts."
+    )
+    if ctx.target is None:
+        # Nothing says the weights are 16-bit: an int4 deployment must not be told to go int4.
+        how = (
+            f"If the weights are 16-bit: {how[0].lower()}{how[1:]} If they are already int4, "
+            "this lever is spent (declare --dtype to leave it out)."
+        )
     return Estimate(
         saving_ms=e2e_saving_ms(ctx, service_saving_ms=service_saving_ms),
-        how=(
-            "Serve int4 weights (AWQ/GPTQ; fp8 is the safer half step): decode reads fewer bytes "
-            "per token. Check quality on your own prompts."
-        ),
+        how=how,
         evidence={
             "tpot_ms": _r(b.tpot_ms),
             "predicted_tpot_ms": _r(b.tpot_ms * ratio),

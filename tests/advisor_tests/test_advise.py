@@ -338,3 +338,16 @@ def test_confidence_counts_the_models_own_error_not_only_sampling_noise():
     assert 0.3 < close < 0.75
     assert clear > 0.97
     assert bottleneck_confidence("decode", [parts(130)] * 100, 200, seed=0) < 0.55
+
+
+def _quantization(blocks: dict) -> dict | None:
+    return next((r for r in blocks["recommendations"] if r["lever"] == "quantization"), None)
+
+
+def test_quantization_is_conditional_without_a_declared_dtype_and_spent_at_int4() -> None:
+    undeclared = _quantization(_blocks(Truth(), Workload(prompt_tokens=512)))
+    assert undeclared is not None
+    assert undeclared["how"].startswith("If the weights are 16-bit")
+    declared_int4 = Declared(hardware="h100-sxm", model="llama-3.1-8b", dtype="int4")
+    blocks = _blocks(Truth(), Workload(prompt_tokens=512), declared=declared_int4)
+    assert _quantization(blocks) is None
