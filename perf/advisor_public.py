@@ -31,8 +31,7 @@ TRT_MODELOPT = (
     "NVIDIA TensorRT Model Optimizer Benchmark Reference, '1.1 Performance' (H100, "
     "nvidia-modelopt v0.15.0, TensorRT-LLM v0.11, batch size 1, speedups against the FP16 "
     "baseline): NVIDIA/TensorRT-Model-Optimizer benchmark.md at commit "
-    "45cb1ab2869366a4f95c7577ff231a42b3e687bd, found under "
-    "https://github.at0717.com/NVIDIA/TensorRT-Model-Optimizer/blob/main/benchmark.md"
+    "45cb1ab2869366a4f95c7577ff231a42b3e687bd (GitHub)"
 )
 LLM_INFERENCE_BENCH = (
     "Bereket Lemma, llm-inference-bench (vLLM 0.16.0, NVIDIA L4 24GB, greedy, 3 warm-up and "
