@@ -57,6 +57,13 @@ class AdvisorExtension:
         add("--hardware", metavar="H", help="declared accelerator, e.g. h100-sxm (for a roofline)")
         add("--declared-model", metavar="M", help="declared model, e.g. llama-3.1-8b")
         add("--dtype", metavar="D", help="declared weight dtype: bf16, fp8 or int4")
+        add(
+            "--devices",
+            type=_positive_int,
+            default=1,
+            metavar="N",
+            help="devices the declared model is split over (tensor parallel; default: 1)",
+        )
 
     def check_arguments(self, args: argparse.Namespace) -> None:
         declared = _declared(args)
@@ -93,7 +100,9 @@ class AdvisorExtension:
 
 
 def _declared(args: argparse.Namespace) -> Declared:
-    return Declared(hardware=args.hardware, model=args.declared_model, dtype=args.dtype)
+    return Declared(
+        hardware=args.hardware, model=args.declared_model, dtype=args.dtype, devices=args.devices
+    )
 
 
 def _workload(args: argparse.Namespace, *, report: dict[str, Any] | None) -> Workload:

@@ -1,6 +1,7 @@
 """The measured endpoint against its hardware's roofline: minimum TTFT and TPOT, MFU and MBU.
 
-Uses the shared catalog; one device is assumed (tensor parallelism shows up as MBU above 1).
+Uses the shared catalog; the declared devices (default 1) add up their peaks, as tensor
+parallelism would without its communication cost (an undeclared split shows up as MBU above 1).
 """
 
 from __future__ import annotations
@@ -41,11 +42,13 @@ class Target:
     hardware: Hardware
     model: Model
     weight_dtype: WeightDtype
+    num_devices: int = 1
 
     def deployment(self, weight_dtype: WeightDtype | None = None) -> roofline.Deployment:
         return roofline.Deployment(
             model=self.model,
             hardware=self.hardware,
+            num_devices=self.num_devices,
             weight_dtype=weight_dtype or self.weight_dtype,
             mfu=1.0,
             mbu=1.0,
@@ -60,6 +63,8 @@ def resolve_declared(declared: Declared) -> Target | None:
     """
     if declared.hardware is None or declared.model is None or declared.dtype is None:
         return None
+    if declared.devices < 1:
+        raise DeclaredError(f"devices must be at least 1, not {declared.devices}")
     try:
         hardware = hardware_get(declared.hardware)
         model = model_get(declared.model)
@@ -70,7 +75,7 @@ def resolve_declared(declared: Declared) -> Target | None:
         raise DeclaredError(
             f"unknown dtype {declared.dtype!r}; known: {sorted(_WEIGHT_DTYPE_ALIASES)}"
         )
-    return Target(hardware=hardware, model=model, weight_dtype=dtype)
+    return Target(hardware=hardware, model=model, weight_dtype=dtype, num_devices=declared.devices)
 
 
 def decode_context_tokens(prompt_tokens: int, output_tokens: int) -> int:
@@ -157,7 +162,7 @@ class RooflineCheck:
             "hardware": self.target.hardware.name,
             "model": self.target.model.name,
             "dtype": self.target.weight_dtype,
-            "devices_assumed": 1,
+            "devices_assumed": self.target.num_devices,
             "min_ttft_ms": rounded(self.min_ttft_ms),
             "min_tpot_ms": rounded(self.min_tpot_ms),
             "mfu": rounded(self.mfu),

@@ -189,6 +189,8 @@ class Declared:
     hardware: str | None = None
     model: str | None = None
     dtype: str | None = None
+    devices: int = 1
+    """Devices the model is split over (tensor parallel); the roofline adds up their peaks."""
 
     @property
     def complete(self) -> bool:

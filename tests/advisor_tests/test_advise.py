@@ -311,6 +311,20 @@ def test_roofline_tells_near_the_limit_from_far_below():
     assert roofline["prefill_verdict"] == "far_below"
 
 
+def test_declared_devices_add_up_their_peaks_in_the_roofline():
+    fast = Truth(overhead_ms=20, prefill_ms_per_token=0.2, tpot_ms=5.5, tpot_ms_per_1k_context=0)
+    workload = Workload(prompt_tokens=1024)
+    one = Declared(hardware="h100-sxm", model="llama-3.1-8b", dtype="bf16")
+    two = Declared(hardware="h100-sxm", model="llama-3.1-8b", dtype="bf16", devices=2)
+    single = _blocks(fast, workload, declared=one)["diagnosis"]["roofline"]
+    split = _blocks(fast, workload, declared=two)["diagnosis"]["roofline"]
+    assert (single["devices_assumed"], split["devices_assumed"]) == (1, 2)
+    assert split["min_tpot_ms"] == pytest.approx(single["min_tpot_ms"] / 2, rel=0.01)
+    assert split["mbu"] == pytest.approx(single["mbu"] / 2, rel=0.01)
+    with pytest.raises(DeclaredError, match="devices"):
+        _blocks(fast, workload, declared=replace(two, devices=0))
+
+
 def test_advise_run_reads_validity_and_the_cache_probe_from_the_report():
     samples = synthetic_samples(PREFILL_HEAVY)
     workload = Workload(prompt_tokens=1024, shared_prefix_tokens=512)

@@ -156,6 +156,7 @@ def test_bench_names_the_bottleneck_and_prices_the_levers(
         ["--hardware", "tpu-v9", "--declared-model", "llama-3.1-8b", "--dtype", "bf16"],
         ["--workload-concurrency", "0"],
         ["--objective", "cheapest"],
+        ["--devices", "0"],
     ],
 )
 def test_bad_advisor_flags_are_usage_errors_before_any_request(
