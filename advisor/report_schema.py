@@ -76,6 +76,13 @@ ADVISOR_SECTIONS: dict[str, tuple[Metric, ...]] = {
             "integer",
         ),
         _m("ci95", "", "confidence intervals of the main figures", "object"),
+        _m(
+            "engine",
+            "",
+            "how the requests share the server: slots and the neighbours' prefills "
+            "(docs/advisor.md, Shared engine); levers are priced with it",
+            "object",
+        ),
         _m("fit_quality", "", "how well the model explains the run", "object"),
         _m(
             "connect_ms_p50",
@@ -93,6 +100,27 @@ ADVISOR_SECTIONS: dict[str, tuple[Metric, ...]] = {
         _m("prefill_ms", "ms", _CI, "array"),
         _m("prefill_tokens_per_s", "tokens/s", _CI, "array"),
         _m("tpot_ms", "ms/token", _CI, "array"),
+    ),
+    "latency_model.engine": (
+        _m(
+            "slots",
+            "requests",
+            "requests the server runs at once, as the closed-loop waits imply; null when no "
+            "measured concurrency filled them",
+        ),
+        _m(
+            "interference",
+            "share",
+            "share of a neighbour's prefill that a running request waits for (about 1 with "
+            "chunked prefill in shared steps, 0 when prefill runs apart)",
+        ),
+        _m(
+            "batch_growth",
+            "share",
+            "decode step growth per extra sequence in the batch, as a share of the lone step",
+        ),
+        _m("rms_log_error", "", "RMS log error of the engine's E2E over the points it fits"),
+        _m("points", "points", "sweep points above the lowest concurrency it fits", "integer"),
     ),
     "latency_model.fit_quality": (
         _m("ttft_r2", "", "R² of the TTFT fit at the lowest concurrency"),

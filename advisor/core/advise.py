@@ -249,6 +249,7 @@ def latency_model_block(fitted: Fitted, request: TypicalRequest) -> dict[str, An
             name: _ci95([r[name] for r in replicas])
             for name in ("overhead_ms", "prefill_ms", "prefill_tokens_per_s", "tpot_ms")
         },
+        "engine": None if model.engine is None else model.engine.to_dict(),
         "fit_quality": {
             "ttft_r2": round(fit.r2, 5),
             "ttft_residual_sd_ms": round(fit.residual_sd_ms, 3),
@@ -310,6 +311,7 @@ def _fit(table: SampleTable, resamples: int, seed: int) -> Fitted:
                     rows,
                     curvature=model.prefill.curvature_used,
                     floor_lengths=model.prefill.floor_lengths,
+                    engine=model.engine,
                 )
             )
         except FitError:
@@ -322,7 +324,10 @@ def _already_applied(probe: CacheProbe | None, ctx: LeverContext) -> tuple[dict[
         return ()
     measured = probe.measured_saving_ms
     uncached_ctx = LeverContext(
-        model=ctx.model, request=ctx.request, cached_tokens=0, breakdown=ctx.breakdown
+        model=ctx.model,
+        request=ctx.request,
+        cached_tokens=0,
+        breakdown=predict_typical(ctx.model, ctx.request, 0),
     )
     return (
         {

@@ -103,7 +103,12 @@ def predict(
     decode_ms = max(output_tokens - 1.0, 0.0) * tpot_ms
     return Breakdown(
         overhead_ms=max(model.prefill.overhead_ms, 0.0),
-        queueing_ms=model.queue_ms_at(concurrency, prompt_tokens, prefill_ms + decode_ms),
+        queueing_ms=model.queue_ms_at(
+            concurrency,
+            prompt_tokens,
+            prefill_ms=prefill_ms,
+            decode_steps=max(output_tokens - 1.0, 0.0),
+        ),
         prefill_ms=prefill_ms,
         decode_ms=decode_ms,
         tpot_ms=tpot_ms,

@@ -1,7 +1,8 @@
 """Fit the glossary's latency model to a run's samples.
 
 TTFT = overhead + prefill(uncached prompt tokens) at the lowest concurrency (robust fit),
-queue_ms and tpot_ms per (concurrency, prompt length), throughput per concurrency and its knee.
+queue_ms and tpot_ms per (concurrency, prompt length), throughput per concurrency and its knee,
+and the shared engine (`engine.py`) that shapes the queue between measured concurrencies.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from advisor.core.engine import EngineFit, EnginePoint, fit_engine
 from advisor.core.interpolate import interp_linear
 from advisor.core.samples import Sample
 
@@ -30,6 +32,8 @@ CURVATURE_MIN_SHARE = 0.05
 """...and it adds at least this share to the prefill time of the longest measured prompt."""
 KNEE_SHARE = 0.9
 """The saturation knee is the lowest concurrency reaching this share of the best throughput."""
+MISFIT_QUEUE_MS = 1.0
+"""A measured queue above this where the fitted engine predicts none: the engine misfits."""
 TOKENS_PER_UNIT = 1000.0
 """Prompt tokens are scaled to thousands inside the fit for a well-conditioned design matrix."""
 
@@ -416,24 +420,6 @@ def _trimmed_mean(values: FloatArray) -> float:
     return float(finite[cut : finite.size - cut].mean())
 
 
-def busy_slots(concurrency: float, service_ms: float, cycle_ms: float) -> float:
-    """Slots in use (Little's law): c clients each holding one for `service_ms` per cycle."""
-    return concurrency * service_ms / cycle_ms if cycle_ms > 0 else math.inf
-
-
-def closed_loop_queue_ms(
-    concurrency: float, service_ms: float, overhead_ms: float, slots: float
-) -> float:
-    """Wait for a slot (ms) in a saturated closed loop: c clients, `slots` servers.
-
-    A request holds a slot for S (prefill + decode) and spends O outside it (overhead); once
-    saturated a cycle lasts c·S / slots, so the wait is max(0, c·S/slots - O - S).
-    """
-    if slots <= 0 or not math.isfinite(slots):
-        return 0.0
-    return max(concurrency * service_ms / slots - overhead_ms - service_ms, 0.0)
-
-
 @dataclass(frozen=True)
 class LatencyModel:
     """The fitted model: a prefill fit plus per-point medians, interpolated on demand.
@@ -445,6 +431,8 @@ class LatencyModel:
     prefill: PrefillFit
     lowest_concurrency: int
     points: tuple[PointStats, ...]
+    engine: EngineFit | None = None
+    """How the requests share the server (slots, neighbours' prefills); see `engine.py`."""
 
     @property
     def concurrencies(self) -> tuple[int, ...]:
@@ -460,42 +448,67 @@ class LatencyModel:
         return interp_linear([float(c) for c in self.concurrencies], by_concurrency, concurrency)
 
     def queue_ms_at(
-        self, concurrency: float, prompt_tokens: float, service_ms: float | None = None
+        self,
+        concurrency: float,
+        prompt_tokens: float,
+        *,
+        prefill_ms: float | None = None,
+        decode_steps: float | None = None,
     ) -> float:
         """Queueing (ms): TTFT above the lowest-concurrency fit; 0 at or below that concurrency.
 
-        Between a measured concurrency and a higher one that queues, the wait follows a closed
-        loop with the capacity seen there (`closed_loop_queue_ms`): 0 until the slots fill, then
-        linear; elsewhere it is interpolated linearly. With `service_ms` (the time the caller's
-        request holds a slot: prefill + decode), the wait is rescaled from the sweep's requests
-        to that request at the same capacity: a longer answer keeps slots busy longer.
+        At a measured concurrency it is what the sweep measured. Between two, it follows the
+        fitted engine's wait (`engine.py`: slots fill, neighbours' prefills), scaled by the share
+        of that wait the sweep measured before the first token at the measured concurrencies.
+        With `prefill_ms` and `decode_steps` (the caller's own request: fewer uncached tokens,
+        a longer answer), the wait moves as the engine predicts for that change: a longer
+        answer keeps slots busy longer and meets more neighbours' prefills.
         """
         if concurrency <= self.lowest_concurrency:
             return 0.0
-        overhead_ms = max(self.prefill.overhead_ms, 0.0)
         measured = [float(c) for c in self.concurrencies]
         queues = [self._surface(lambda q: q.queue_ms, c, prompt_tokens) for c in measured]
-        services = [
-            self._surface(lambda q: q.e2e_ms, c, prompt_tokens) - overhead_ms - max(queue, 0.0)
-            for c, queue in zip(measured, queues, strict=True)
-        ]
-        upper = next((i for i, c in enumerate(measured) if c >= concurrency), None)
-        if upper is None or measured[upper] == concurrency or queues[upper] <= 0:
-            sweep_queue_ms = max(interp_linear(measured, queues, concurrency), 0.0)
-            sweep_service_ms = interp_linear(measured, services, concurrency)
-        else:
-            pair = slice(upper - 1, upper + 1)
-            slots = busy_slots(
-                measured[upper], services[upper], services[upper] + overhead_ms + queues[upper]
+        engine = self.engine
+        if engine is None:
+            return max(interp_linear(measured, queues, concurrency), 0.0)
+        sweep_prefill_ms = self.prefill.prefill_ms(prompt_tokens)
+        tpot_alone_ms = self.tpot_ms_at(self.lowest_concurrency, prompt_tokens)
+
+        def wait_ms(c: float, prefill: float, steps: float) -> float:
+            assert engine is not None
+            return engine.wait_ms(
+                concurrency=c, prefill_ms=prefill, decode_steps=steps, tpot_alone_ms=tpot_alone_ms
             )
-            sweep_service_ms = interp_linear(measured[pair], services[pair], concurrency)
-            sweep_queue_ms = closed_loop_queue_ms(concurrency, sweep_service_ms, overhead_ms, slots)
-        if service_ms is None or sweep_queue_ms <= 0:
-            return sweep_queue_ms
-        slots = busy_slots(
-            concurrency, sweep_service_ms, sweep_service_ms + overhead_ms + sweep_queue_ms
+
+        # The share of the engine's wait that the sweep measured before the first token, at
+        # each measured concurrency that waited; carried flat beyond the outermost ones. A
+        # measured queue the engine cannot produce at all (it misfits) keeps the straight line.
+        shares_at: list[float] = []
+        shares: list[float] = []
+        misfit = False
+        for c, queue in zip(measured, queues, strict=True):
+            if c <= self.lowest_concurrency or not math.isfinite(queue):
+                continue
+            steps = max(self._surface(lambda q: q.output_tokens, c, prompt_tokens) - 1.0, 0.0)
+            modelled = wait_ms(c, sweep_prefill_ms, steps)
+            if modelled > 1e-6:
+                shares_at.append(c)
+                shares.append(max(queue, 0.0) / modelled)
+            elif queue > MISFIT_QUEUE_MS:
+                misfit = True
+        sweep_steps = max(
+            self._surface(lambda q: q.output_tokens, concurrency, prompt_tokens) - 1.0, 0.0
         )
-        return closed_loop_queue_ms(concurrency, service_ms, overhead_ms, slots)
+        own_prefill_ms = sweep_prefill_ms if prefill_ms is None else prefill_ms
+        own_steps = sweep_steps if decode_steps is None else decode_steps
+        share = interp_linear(shares_at, shares, concurrency) if shares else 1.0
+        if concurrency in measured or misfit or not shares:
+            measured_ms = max(interp_linear(measured, queues, concurrency), 0.0)
+            shift_ms = wait_ms(concurrency, own_prefill_ms, own_steps) - wait_ms(
+                concurrency, sweep_prefill_ms, sweep_steps
+            )
+            return max(measured_ms + share * shift_ms, 0.0)
+        return share * wait_ms(concurrency, own_prefill_ms, own_steps)
 
     def tpot_ms_at(self, concurrency: float, prompt_tokens: float) -> float:
         """Time per output token (ms/token) at that concurrency and prompt length."""
@@ -528,6 +541,7 @@ def fit_latency_model(
     *,
     curvature: bool | None = None,
     floor_lengths: int | None = None,
+    engine: EngineFit | None = None,
 ) -> LatencyModel:
     """Fit the model on the table's rows (all of them, or a bootstrap resample of them)."""
     rows_by_group = table.rows_by_group if rows_by_group is None else rows_by_group
@@ -573,7 +587,45 @@ def fit_latency_model(
                 output_tokens_per_s=c * output / e2e_ms * 1000.0 if e2e_ms > 0 else math.nan,
             )
         )
-    return LatencyModel(prefill=prefill, lowest_concurrency=lowest, points=tuple(points))
+    model = LatencyModel(prefill=prefill, lowest_concurrency=lowest, points=tuple(points))
+    return replace(model, engine=_fit_engine(model, engine))
+
+
+def engine_point(model: LatencyModel, point: PointStats) -> EnginePoint:
+    """A sweep point as the engine model sees it: its prefill from the fit, its lone TPOT."""
+    return EnginePoint(
+        concurrency=float(point.concurrency),
+        prefill_ms=model.prefill.prefill_ms(point.uncached_prompt_tokens),
+        decode_steps=max(point.output_tokens - 1.0, 0.0),
+        tpot_alone_ms=model.tpot_ms_at(model.lowest_concurrency, point.prompt_tokens),
+        e2e_ms=point.e2e_ms,
+    )
+
+
+def _fit_engine(model: LatencyModel, keep: EngineFit | None) -> EngineFit:
+    """The engine's parameters: fitted, or `keep`'s (bootstrap resamples keep the full fit's)."""
+    overhead_ms = max(model.prefill.overhead_ms, 0.0)
+    if keep is not None:
+        return replace(keep, overhead_ms=overhead_ms)
+    usable = [
+        engine_point(model, p)
+        for p in model.points
+        if math.isfinite(p.e2e_ms) and math.isfinite(p.output_tokens)
+    ]
+    return fit_engine(overhead_ms, usable, _tpot_growth(model))
+
+
+def _tpot_growth(model: LatencyModel) -> list[tuple[float, float]]:
+    """(concurrency, TPOT over TPOT at the lowest concurrency), at the shortest swept prompt."""
+    shortest = min(p.prompt_tokens for p in model.points)
+    alone_ms = model.tpot_ms_at(model.lowest_concurrency, shortest)
+    if not alone_ms > 0:
+        return []
+    return [
+        (float(c), model.tpot_ms_at(c, shortest) / alone_ms)
+        for c in model.concurrencies
+        if c > model.lowest_concurrency
+    ]
 
 
 @dataclass(frozen=True)

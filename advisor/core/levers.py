@@ -14,7 +14,8 @@ from typing import Any, Literal
 from advisor.core import roofline
 from advisor.core.catalog import MODELS, Model, WeightDtype
 from advisor.core.diagnosis import Breakdown, predict
-from advisor.core.fit import LatencyModel, busy_slots, closed_loop_queue_ms
+from advisor.core.engine import EngineFit
+from advisor.core.fit import LatencyModel
 from advisor.core.limits import Target, min_tpot_ms
 from advisor.core.samples import CacheProbe, Slo
 from advisor.core.workload import TypicalRequest
@@ -112,6 +113,18 @@ class LeverContext:
         """Closed-loop output tokens/s at that concurrency (Little's law on the prediction)."""
         return concurrency * self.request.output_tokens / breakdown.e2e_ms * 1000.0
 
+    @property
+    def uncached_tokens(self) -> float:
+        return float(max(self.request.prompt_tokens - self.cached_tokens, 0))
+
+    @property
+    def engine(self) -> EngineFit:
+        return self.model.engine or EngineFit(overhead_ms=self.breakdown.overhead_ms)
+
+    def tpot_alone_ms(self, prompt_tokens: float) -> float:
+        """TPOT (ms) at the lowest measured concurrency: the decode step without neighbours."""
+        return self.model.tpot_ms_at(self.model.lowest_concurrency, prompt_tokens)
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -137,52 +150,60 @@ def _r(value: float) -> float:
     return round(value, 3)
 
 
-def service_ms(breakdown: Breakdown) -> float:
-    """Time a request holds a server slot (ms): prefill plus decode."""
-    return breakdown.prefill_ms + breakdown.decode_ms
-
-
-def capacity_slots(ctx: LeverContext) -> float:
-    """Slots busy at the workload's concurrency; the server's capacity when it queues."""
-    b = ctx.breakdown
-    return busy_slots(ctx.request.concurrency, service_ms(b), b.e2e_ms)
-
-
-def e2e_saving_ms(
+def engine_saving_ms(
     ctx: LeverContext,
     *,
-    service_saving_ms: float = 0.0,
-    overhead_saving_ms: float = 0.0,
-    capacity_factor: float = 1.0,
+    prefill_ms: float | None = None,
+    tpot_factor: float = 1.0,
+    tpot_alone_ms: float | None = None,
+    decode_steps: float | None = None,
+    overhead_ms: float | None = None,
+    concurrency: float | None = None,
 ) -> float:
-    """E2E saving (ms) of a change, queueing included, in the closed loop that was measured.
+    """E2E saving (ms) of a change applied to the typical request and its identical neighbours.
 
-    With a queue, a shorter service also shortens everyone's wait, and a shorter overhead only
-    moves the wait (the slots stay full): the new wait is `closed_loop_queue_ms` at the new
-    service time, overhead and capacity. Without a queue the saving is the direct one.
+    The fitted engine (`engine.py`: slots, the neighbours' prefills, batch growth) predicts the
+    E2E before and after; the saving is the difference. At the lowest concurrency the engine is
+    the request alone, so a lever saves exactly its own change.
     """
     b = ctx.breakdown
-    direct_ms = service_saving_ms + overhead_saving_ms
-    if b.queueing_ms <= 0 and capacity_factor == 1.0:
-        return direct_ms
-    new_queue_ms = closed_loop_queue_ms(
-        ctx.request.concurrency,
-        service_ms(b) - service_saving_ms,
-        b.overhead_ms - overhead_saving_ms,
-        capacity_factor * capacity_slots(ctx),
+    request = ctx.request
+    base_tpot_ms = ctx.tpot_alone_ms(request.prompt_tokens)
+    base_steps = max(request.output_tokens - 1.0, 0.0)
+    before_ms = ctx.engine.e2e_ms(
+        concurrency=request.concurrency,
+        prefill_ms=b.prefill_ms,
+        decode_steps=base_steps,
+        tpot_alone_ms=base_tpot_ms,
+        overhead_ms=b.overhead_ms,
     )
-    return direct_ms + b.queueing_ms - new_queue_ms
+    after_ms = ctx.engine.e2e_ms(
+        concurrency=request.concurrency if concurrency is None else concurrency,
+        prefill_ms=b.prefill_ms if prefill_ms is None else prefill_ms,
+        decode_steps=base_steps if decode_steps is None else decode_steps,
+        tpot_alone_ms=(base_tpot_ms if tpot_alone_ms is None else tpot_alone_ms) * tpot_factor,
+        overhead_ms=b.overhead_ms if overhead_ms is None else overhead_ms,
+    )
+    return before_ms - after_ms
 
 
-def _prefill_saving_ms(ctx: LeverContext, removed_tokens: float) -> float:
-    uncached = max(ctx.request.prompt_tokens - ctx.cached_tokens, 0)
+def _fewer_tokens_saving_ms(ctx: LeverContext, removed_tokens: float, **more: float) -> float:
+    """Saving of prefilling `removed_tokens` fewer tokens, for this request and its neighbours."""
+    remaining = max(ctx.uncached_tokens - removed_tokens, 0.0)
+    return engine_saving_ms(ctx, prefill_ms=ctx.model.prefill.prefill_ms(remaining), **more)
+
+
+def _own_prefill_saving_ms(ctx: LeverContext, removed_tokens: float) -> float:
     fit = ctx.model.prefill
-    return fit.prefill_ms(uncached) - fit.prefill_ms(max(uncached - removed_tokens, 0.0))
+    remaining = max(ctx.uncached_tokens - removed_tokens, 0.0)
+    return fit.prefill_ms(ctx.uncached_tokens) - fit.prefill_ms(remaining)
 
 
 def prompt_caching_saving_ms(ctx: LeverContext) -> float:
-    """Prefill time (ms) of the shared prefix the server does not cache yet."""
-    return _prefill_saving_ms(ctx, max(ctx.request.shared_prefix_tokens - ctx.cached_tokens, 0))
+    """E2E saving (ms) once the shared prefix the server does not cache yet is cached: its
+    prefill, for this request and for the neighbours sharing its steps."""
+    prefix = max(ctx.request.shared_prefix_tokens - ctx.cached_tokens, 0)
+    return _fewer_tokens_saving_ms(ctx, prefix)
 
 
 def _prompt_caching(ctx: LeverContext) -> Estimate | None:
@@ -191,7 +212,7 @@ def _prompt_caching(ctx: LeverContext) -> Estimate | None:
         return None
     probed = ctx.probe is not None and ctx.probe.server_caches is False
     return Estimate(
-        saving_ms=e2e_saving_ms(ctx, service_saving_ms=prompt_caching_saving_ms(ctx)),
+        saving_ms=prompt_caching_saving_ms(ctx),
         how=(
             f"Put the {prefix}-token shared prefix first and keep it byte-identical across "
             "requests; turn on prefix caching (vLLM --enable-prefix-caching, SGLang radix "
@@ -200,6 +221,9 @@ def _prompt_caching(ctx: LeverContext) -> Estimate | None:
         evidence={
             "shared_prefix_tokens": prefix,
             "prefill_ms_per_token": _r(ctx.model.prefill.ms_per_token),
+            "own_prefill_saving_ms": _r(
+                _own_prefill_saving_ms(ctx, prefix - min(ctx.cached_tokens, prefix))
+            ),
             "server_caches": None if ctx.probe is None else ctx.probe.server_caches,
         },
         prior_confidence=0.9 if probed else 0.7,
@@ -214,17 +238,18 @@ def _shorter_prompt(ctx: LeverContext) -> Estimate | None:
         return None
     removed = CUT_SHARE * own_tokens
     request = ctx.request
-    # A shorter context is also cheaper to decode: every step re-reads its KV cache. The
-    # slope comes from the lowest concurrency: at higher ones TPOT against prompt length also
-    # carries the neighbours' prefills sharing the steps, which does not scale this simply.
+    # A shorter context is also cheaper to decode: every step re-reads the KV cache of every
+    # sequence in it. The per-sequence slope comes from the lowest concurrency (at higher ones
+    # TPOT against prompt length also carries the neighbours' prefills), times the mean batch.
     lowest = ctx.model.lowest_concurrency
     context_tpot_ms = ctx.model.tpot_ms_at(lowest, request.prompt_tokens) - ctx.model.tpot_ms_at(
         lowest, request.prompt_tokens - removed
     )
     decode_saving_ms = max(request.output_tokens - 1, 0) * max(context_tpot_ms, 0.0)
-    prefill_saving_ms = _prefill_saving_ms(ctx, removed)
+    prefill_saving_ms = _own_prefill_saving_ms(ctx, removed)
+    shorter_tpot_ms = ctx.tpot_alone_ms(request.prompt_tokens) - max(context_tpot_ms, 0.0)
     return Estimate(
-        saving_ms=e2e_saving_ms(ctx, service_saving_ms=prefill_saving_ms + decode_saving_ms),
+        saving_ms=_fewer_tokens_saving_ms(ctx, removed, tpot_alone_ms=shorter_tpot_ms),
         how=(
             f"Send {CUT_SHARE:.0%} fewer prompt tokens ({removed:.0f} of {own_tokens}): retrieve "
             "fewer or shorter passages, drop repeated instructions."
@@ -244,8 +269,13 @@ def _output_cap(ctx: LeverContext) -> Estimate | None:
     removed = math.floor(CUT_SHARE * ctx.request.output_tokens)
     if removed < 1:
         return None
+    steps = max(ctx.request.output_tokens - 1, 0)
+    if steps <= 0:
+        return None
+    # The measured TPOT carries the neighbours' prefills, which a shorter answer keeps: only the
+    # request's own decode steps go (the calibrated decode of the shared-engine model).
     return Estimate(
-        saving_ms=e2e_saving_ms(ctx, service_saving_ms=removed * ctx.breakdown.tpot_ms),
+        saving_ms=engine_saving_ms(ctx, decode_steps=max(steps - removed, 0)),
         how=(
             f"If {CUT_SHARE:.0%} fewer output tokens are enough, cap them: max_tokens, stop "
             f"sequences, a shorter answer format (each token costs {ctx.breakdown.tpot_ms:.1f} ms)."
@@ -260,12 +290,16 @@ def _output_cap(ctx: LeverContext) -> Estimate | None:
 
 
 def _min_tpot_ms(
-    ctx: LeverContext, target: Target, weight_dtype: WeightDtype | None = None
+    ctx: LeverContext,
+    target: Target,
+    weight_dtype: WeightDtype | None = None,
+    *,
+    concurrency: int | None = None,
 ) -> float:
-    """Roofline TPOT (ms) of `target` for the typical request."""
+    """Roofline TPOT (ms) of `target` for the typical request (at `concurrency` if given)."""
     return min_tpot_ms(
         target,
-        concurrency=ctx.request.concurrency,
+        concurrency=ctx.request.concurrency if concurrency is None else concurrency,
         prompt_tokens=ctx.request.prompt_tokens,
         output_tokens=ctx.request.output_tokens,
         weight_dtype=weight_dtype,
@@ -293,10 +327,11 @@ def _smaller_model(ctx: LeverContext) -> Estimate | None:
     tpot_ratio = _min_tpot_ms(ctx, replace(ctx.target, model=smaller)) / _min_tpot_ms(
         ctx, ctx.target
     )
-    service_saving_ms = ctx.breakdown.prefill_ms * (1 - params_ratio) + (
-        ctx.breakdown.decode_ms * (1 - tpot_ratio)
+    saving_ms = engine_saving_ms(
+        ctx,
+        prefill_ms=ctx.breakdown.prefill_ms * params_ratio,
+        tpot_factor=tpot_ratio,
     )
-    saving_ms = e2e_saving_ms(ctx, service_saving_ms=service_saving_ms)
     return Estimate(
         saving_ms=saving_ms,
         how=(
@@ -317,7 +352,9 @@ def _reasoning_budget(ctx: LeverContext) -> Estimate | None:
     if not ctx.breakdown.is_reasoning:
         return None
     return Estimate(
-        saving_ms=e2e_saving_ms(ctx, service_saving_ms=0.5 * ctx.breakdown.reasoning_ms),
+        saving_ms=engine_saving_ms(
+            ctx, tpot_factor=1.0 - 0.5 * ctx.breakdown.reasoning_ms / ctx.breakdown.decode_ms
+        ),
         how=(
             "Lower the reasoning effort or cap thinking tokens (reasoning_effort, a thinking "
             "budget); priced here for half the thinking."
@@ -388,13 +425,31 @@ def _batching(ctx: LeverContext) -> Estimate | None:
     )
 
 
+def quantized_tpot_ratio(min_tpot_ms: float, quantized_min_tpot_ms: float, tpot_ms: float) -> float:
+    """TPOT after quantization over TPOT before, when only the bandwidth-bound share shrinks.
+
+    The roofline minimum (`min_tpot_ms`, at peak bandwidth) is the share of the measured
+    `tpot_ms` that reading bytes sets (its MBU); it shrinks to `quantized_min_tpot_ms`. The
+    rest (per-step fixed costs, kernels below peak, dequantisation) stays.
+    """
+    share = min(min_tpot_ms / tpot_ms, 1.0) if tpot_ms > 0 else 1.0
+    return 1.0 - share * (1.0 - quantized_min_tpot_ms / min_tpot_ms)
+
+
 def _quantization(ctx: LeverContext) -> Estimate | None:
     """int4 weights. Decode reads fewer bytes; with a declared deployment the roofline also
-    says what prefill does (W4A16 multiplies in bf16, so fp8 weights lose their fp8 cores)."""
+    says what prefill does (W4A16 multiplies in bf16, so fp8 weights lose their fp8 cores).
+
+    Only the bandwidth-bound share of TPOT shrinks with the bytes: the roofline's minimum TPOT
+    at the lowest concurrency (the measured MBU of it). The rest (per-step fixed costs:
+    scheduling, sampling, kernel launches; dequantisation) stays. Public bf16/int4 pairs put
+    the whole-TPOT scaling 1.5-2.6x too optimistic on an H100 (docs/advisor.md).
+    """
     b = ctx.breakdown
     if b.decode_ms <= 0:
         return None
     prefill_ratio = 1.0
+    bandwidth_share: float | None = None
     if ctx.target is None:
         ratio = UNDECLARED_INT4_TPOT_RATIO
         basis = "assumed bf16 weights and memory-bound decode (no --hardware/--declared-model)"
@@ -402,14 +457,18 @@ def _quantization(ctx: LeverContext) -> Estimate | None:
     else:
         if ctx.target.weight_dtype == "int4":
             return None
-        ratio = _min_tpot_ms(ctx, ctx.target, "int4") / _min_tpot_ms(ctx, ctx.target)
+        lowest = ctx.model.lowest_concurrency
+        min_ms = _min_tpot_ms(ctx, ctx.target, concurrency=lowest)
+        int4_ms = _min_tpot_ms(ctx, ctx.target, "int4", concurrency=lowest)
+        alone_ms = ctx.tpot_alone_ms(ctx.request.prompt_tokens)
+        bandwidth_share = min(min_ms / alone_ms, 1.0) if alone_ms > 0 else 1.0
+        ratio = quantized_tpot_ratio(min_ms, int4_ms, alone_ms)
         prompt = max(ctx.request.prompt_tokens - ctx.cached_tokens, 1)
         prefill_ratio = roofline.prefill_time_s(
             ctx.target.deployment("int4"), prompt
         ) / roofline.prefill_time_s(ctx.target.deployment(), prompt)
         basis = f"roofline of {ctx.target.model.name} on {ctx.target.hardware.name}"
         prior = 0.7
-    service_saving_ms = b.decode_ms * (1.0 - ratio) - b.prefill_ms * (prefill_ratio - 1.0)
     how = (
         "Serve int4 weights (AWQ/GPTQ; fp8 is the safer half step): decode reads fewer bytes "
         "per token. Check quality on your own prompts."
@@ -421,12 +480,18 @@ def _quantization(ctx: LeverContext) -> Estimate | None:
             "this lever is spent (declare --dtype to leave it out)."
         )
     return Estimate(
-        saving_ms=e2e_saving_ms(ctx, service_saving_ms=service_saving_ms),
+        saving_ms=engine_saving_ms(
+            ctx,
+            prefill_ms=b.prefill_ms * prefill_ratio,
+            tpot_factor=ratio,
+        ),
         how=how,
         evidence={
             "tpot_ms": _r(b.tpot_ms),
             "predicted_tpot_ms": _r(b.tpot_ms * ratio),
             "predicted_prefill_ms": _r(b.prefill_ms * prefill_ratio),
+            "tpot_ratio": _r(ratio),
+            "bandwidth_bound_share": None if bandwidth_share is None else _r(bandwidth_share),
             "basis": basis,
         },
         prior_confidence=prior,
@@ -449,9 +514,7 @@ def _speculative_decoding(ctx: LeverContext) -> Estimate | None:
     full_speedup = tokens_per_step / SPECULATIVE_STEP_COST
     speedup = 1.0 + (full_speedup - 1.0) * (1.0 - (concurrency - 1) / max(limit - 1, 1))
     return Estimate(
-        saving_ms=e2e_saving_ms(
-            ctx, service_saving_ms=ctx.breakdown.decode_ms * (1.0 - 1.0 / speedup)
-        ),
+        saving_ms=engine_saving_ms(ctx, tpot_factor=1.0 / speedup),
         how=(
             "Add a draft model or EAGLE/n-gram speculation: several tokens per verify step while "
             "decode is memory bound; the gain shrinks as batches fill."
@@ -467,44 +530,35 @@ def _speculative_decoding(ctx: LeverContext) -> Estimate | None:
     )
 
 
-def _tpot_with_more_slots_ms(ctx: LeverContext, slots: float, new_slots: float) -> float:
-    """TPOT (ms) once `new_slots` requests decode together instead of `slots`: the measured
-    growth per extra sequence, from the lowest concurrency to now, carried on."""
-    request = ctx.request
-    tpot_now_ms = ctx.breakdown.tpot_ms
-    tpot_alone_ms = ctx.model.tpot_ms_at(ctx.model.lowest_concurrency, request.prompt_tokens)
-    extra = slots - ctx.model.lowest_concurrency
-    growth_ms = (tpot_now_ms - tpot_alone_ms) / extra if extra > 0 else 0.0
-    return tpot_now_ms + max(growth_ms, 0.0) * (new_slots - slots)
-
-
 def _scale_out(ctx: LeverContext) -> Estimate | None:
-    """Twice the slots: the wait shrinks, but each step decodes more sequences, so TPOT grows
-    as measured between the lowest concurrency and now. A second replica keeps TPOT and
-    saves at least as much (`replica_saving_ms` in the evidence)."""
+    """A second replica behind a balancer: each serves half the clients, so the typical
+    request runs at half the concurrency (predicted from the sweep, which measured it)."""
     b = ctx.breakdown
     if b.queueing_ms <= 0:
         return None
     concurrency = ctx.request.concurrency
-    slots = capacity_slots(ctx)
-    new_slots = min(float(concurrency), 2.0 * slots)
-    tpot_ms = _tpot_with_more_slots_ms(ctx, slots, new_slots)
-    new_service_ms = b.prefill_ms + max(ctx.request.output_tokens - 1, 0) * tpot_ms
-    new_queue_ms = closed_loop_queue_ms(concurrency, new_service_ms, b.overhead_ms, 2.0 * slots)
-    saving_ms = b.queueing_ms + service_ms(b) - new_queue_ms - new_service_ms
+    half = ctx.at_concurrency(concurrency / 2.0)
+    engine = ctx.engine
+    causes = []
+    if engine.slots < concurrency:
+        causes.append(f"wait for one of about {engine.slots:g} slots")
+    if engine.interference >= 0.3:
+        causes.append("wait for their neighbours' prefills in the steps they share")
+    cause = " and ".join(causes) or "wait before their first token"
     return Estimate(
-        saving_ms=saving_ms,
+        saving_ms=b.e2e_ms - half.e2e_ms,
         how=(
-            f"Double the serving capacity: twice the slots (about {2 * slots:.0f} sequences at "
-            "once, if memory allows) or a second replica; or admit fewer requests at once. "
-            "Requests now wait for a free slot."
+            "Add a replica so each serves half the requests (or admit fewer at once): "
+            f"requests now {cause}. At concurrency {concurrency / 2:g} the sweep predicts "
+            f"{half.e2e_ms:.0f} ms instead of {b.e2e_ms:.0f} ms."
         ),
         evidence={
             "queue_ms": _r(b.queueing_ms),
-            "queue_ms_after_doubling": _r(new_queue_ms),
-            "busy_slots": _r(slots),
-            "tpot_ms_after_doubling": _r(tpot_ms),
-            "replica_saving_ms": _r(e2e_saving_ms(ctx, capacity_factor=2.0)),
+            "engine_slots": None if math.isinf(engine.slots) else engine.slots,
+            "engine_interference": engine.interference,
+            "concurrency_per_replica": concurrency / 2.0,
+            "queue_ms_per_replica": _r(half.queueing_ms),
+            "tpot_ms_per_replica": _r(half.tpot_ms),
             "queue_ms_by_concurrency": {
                 str(c): _r(ctx.model.queue_ms_at(c, ctx.request.prompt_tokens))
                 for c in ctx.model.concurrencies
@@ -519,7 +573,7 @@ def _reduce_overhead(ctx: LeverContext) -> Estimate | None:
     if overhead_ms < OVERHEAD_FLOOR_MS:
         return None
     return Estimate(
-        saving_ms=e2e_saving_ms(ctx, overhead_saving_ms=0.5 * overhead_ms),
+        saving_ms=engine_saving_ms(ctx, overhead_ms=0.5 * overhead_ms),
         how=(
             "Call from the endpoint's region and reuse connections (keep-alive, one client per "
             f"process): an empty prompt already waits {overhead_ms:.0f} ms. Priced for half."

@@ -125,8 +125,7 @@ def test_between_measured_concurrencies_the_queue_follows_the_slots_not_a_straig
 def test_the_queue_is_rescaled_to_the_requests_own_slot_time():
     truth = Truth(slots=4)
     model = _model(truth, concurrencies=(1, 4, 16), output_tokens=64)
-    longer_service_ms = truth.prefill_ms(1024) + 199 * truth.tpot(16, 1024)
-    predicted = model.queue_ms_at(16, 1024, longer_service_ms)
+    predicted = model.queue_ms_at(16, 1024, prefill_ms=truth.prefill_ms(1024), decode_steps=199)
     assert predicted == pytest.approx(truth.queue_ms(16, 1024, 200), rel=0.05)
 
 
