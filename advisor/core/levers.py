@@ -158,7 +158,6 @@ def engine_saving_ms(
     tpot_alone_ms: float | None = None,
     decode_steps: float | None = None,
     overhead_ms: float | None = None,
-    concurrency: float | None = None,
 ) -> float:
     """E2E saving (ms) of a change applied to the typical request and its identical neighbours.
 
@@ -178,7 +177,7 @@ def engine_saving_ms(
         overhead_ms=b.overhead_ms,
     )
     after_ms = ctx.engine.e2e_ms(
-        concurrency=request.concurrency if concurrency is None else concurrency,
+        concurrency=request.concurrency,
         prefill_ms=b.prefill_ms if prefill_ms is None else prefill_ms,
         decode_steps=base_steps if decode_steps is None else decode_steps,
         tpot_alone_ms=(base_tpot_ms if tpot_alone_ms is None else tpot_alone_ms) * tpot_factor,
@@ -238,9 +237,9 @@ def _shorter_prompt(ctx: LeverContext) -> Estimate | None:
         return None
     removed = CUT_SHARE * own_tokens
     request = ctx.request
-    # A shorter context is also cheaper to decode: every step re-reads the KV cache of every
-    # sequence in it. The per-sequence slope comes from the lowest concurrency (at higher ones
-    # TPOT against prompt length also carries the neighbours' prefills), times the mean batch.
+    # A shorter context is also cheaper to decode: every step re-reads its KV cache. The slope
+    # comes from the lowest concurrency (at higher ones TPOT against prompt length also carries
+    # the neighbours' prefills, which the engine adds itself).
     lowest = ctx.model.lowest_concurrency
     context_tpot_ms = ctx.model.tpot_ms_at(lowest, request.prompt_tokens) - ctx.model.tpot_ms_at(
         lowest, request.prompt_tokens - removed
@@ -273,7 +272,7 @@ def _output_cap(ctx: LeverContext) -> Estimate | None:
     if steps <= 0:
         return None
     # The measured TPOT carries the neighbours' prefills, which a shorter answer keeps: only the
-    # request's own decode steps go (the calibrated decode of the shared-engine model).
+    # request's own decode steps go (the engine's steps at the lone TPOT, grown by the batch).
     return Estimate(
         saving_ms=engine_saving_ms(ctx, decode_steps=max(steps - removed, 0)),
         how=(
