@@ -96,7 +96,17 @@ class AdvisorExtension:
     def summary_lines(self, report: dict[str, Any]) -> list[str]:
         if "diagnosis" not in report:
             return []
-        return ["", *summary_lines(report)]
+        lines = ["", *summary_lines(report)]
+        if report.get("plan", {}).get("rate_per_s") is not None:
+            lines.append(OPEN_LOOP_CAVEAT)
+        return lines
+
+
+OPEN_LOOP_CAVEAT = (
+    "Note: this was an open-loop run (--rate). The advisor models closed loops (each client "
+    "waits for its answer before the next request): read its queueing and savings above "
+    "concurrency 1 as approximate."
+)
 
 
 def _declared(args: argparse.Namespace) -> Declared:
